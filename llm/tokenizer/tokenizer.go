@@ -1,7 +1,3 @@
-// Package tokenizer implements the tokenizers ragen's models use, in pure Go:
-// Hugging Face tokenizer.json byte-level BPE (Qwen2 family), a byte-level
-// tokenizer for tiny models trained from scratch, and chat templates rendered
-// from the Jinja template in tokenizer_config.json.
 package tokenizer
 
 // Message is one chat message.

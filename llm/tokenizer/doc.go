@@ -1,0 +1,31 @@
+// Package tokenizer implements the tokenizers ragen's models use, in pure Go:
+// Hugging Face tokenizer.json byte-level BPE (Qwen2 family), a byte-level
+// tokenizer for tiny models trained from scratch, and chat templates rendered
+// from the Jinja template in tokenizer_config.json.
+//
+// # Tokenizers
+//
+// [LoadHF] reads a model folder holding tokenizer.json and
+// tokenizer_config.json (the Qwen2/Qwen2.5/Qwen3 layout) and returns an [*HF]
+// whose ids equal those of the Rust Hugging Face tokenizers library: NFC
+// normalisation, the Qwen2 split pattern (implemented as a hand-written
+// scanner, since Go's regexp has no lookahead), byte-level mapping, merge-rank
+// BPE with a cache, and added tokens matched literally in the text. [HF.Save]
+// writes the folder back so trained models can be exported.
+//
+// [NewByte] returns a [*Byte] tokenizer: ids 0-255 are raw bytes, followed by
+// <|endoftext|>, <|im_start|> and <|im_end|>. Its chat format is Qwen2.5's,
+// and it renders byte-for-byte what the real Qwen2.5 template renders.
+//
+// # Chat templates
+//
+// [ParseTemplate] compiles the Jinja subset used by Hugging Face chat templates
+// (Qwen2.5 and Qwen3 among them) with the settings transformers uses
+// (trim_blocks, lstrip_blocks, loop controls, tojson). Unsupported syntax is
+// reported as an error naming the construct and its line and column.
+//
+// # Streaming
+//
+// [NewStreamDecoder] turns ids into text incrementally, emitting text only
+// once complete UTF-8 characters are available.
+package tokenizer
