@@ -3,9 +3,9 @@ package env
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
