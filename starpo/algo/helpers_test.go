@@ -57,7 +57,8 @@ func assertMat(t testing.TB, name string, got Mat, want [][]float64, tol float64
 	}
 }
 
-// whitenRef whitens x over mask with the textbook formula, for tests.
+// whitenRef whitens x over mask with veRL's formula written out for tests:
+// μ = Σx/(n+1e-8), σ² = Σ(x−μ)²/(n+1e-8)·n/(n−1), (x−μ)/sqrt(σ²+1e-8).
 func whitenRef(x, m []float64) []float64 {
 	n, s := 0.0, 0.0
 	for k := range x {
@@ -66,14 +67,14 @@ func whitenRef(x, m []float64) []float64 {
 			s += x[k]
 		}
 	}
-	mu := s / n
+	mu := s / (n + 1e-8)
 	ss := 0.0
 	for k := range x {
 		if m[k] != 0 {
 			ss += (x[k] - mu) * (x[k] - mu)
 		}
 	}
-	sd := math.Sqrt(ss/(n-1) + 1e-8)
+	sd := math.Sqrt(ss/(n+1e-8)*n/(n-1) + 1e-8)
 	out := make([]float64, len(x))
 	for k := range x {
 		out[k] = (x[k] - mu) / sd
