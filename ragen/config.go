@@ -1,0 +1,250 @@
+package ragen
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"ragen/env"
+)
+
+// Config is the part of upstream's config tree that the rollout core reads.
+// The yaml tags follow upstream RAGEN's key names (config/base.yaml); the
+// CLI composes the YAML tree and maps it onto this struct.
+type Config struct {
+	ESManager  ESManagerConfig     `yaml:"es_manager"`
+	AgentProxy AgentProxyConfig    `yaml:"agent_proxy"`
+	Seed       SeedConfig          `yaml:"seed"`
+	Rollout    RolloutConfig       `yaml:"rollout"` // actor_rollout_ref.rollout
+	CustomEnvs map[string]EnvSpec  `yaml:"custom_envs"`
+	// EnableResponseMask: loss_mask = response_mask (assistant tokens only);
+	// false trains every token after the system turn.
+	EnableResponseMask bool `yaml:"enable_response_mask"`
+	// Compat switches individual upstream bugs back on (all false = sane).
+	Compat UpstreamCompat `yaml:"upstream_compat"`
+}
+
+// ESManagerConfig is es_manager.*.
+type ESManagerConfig struct {
+	FormatPenalty float64      `yaml:"format_penalty"` // added to the episode score per offending turn
+	Train         EnvSetConfig `yaml:"train"`
+	Val           EnvSetConfig `yaml:"val"`
+	// StepTimeout bounds every env Reset/Step call (Go-only; 0 = no limit).
+	// A stuck env becomes an error instead of a hang.
+	StepTimeout time.Duration `yaml:"step_timeout"`
+}
+
+// EnvSetConfig is es_manager.train / es_manager.val.
+type EnvSetConfig struct {
+	EnvGroups  int        `yaml:"env_groups"` // number of groups (initial states) per rollout
+	GroupSize  int        `yaml:"group_size"` // N: rollouts per initial state
+	EnvConfigs EnvConfigs `yaml:"env_configs"`
+}
+
+// EnvConfigs lists the tags of an env set and how many groups each gets.
+type EnvConfigs struct {
+	Tags    []string `yaml:"tags"`
+	NGroups []int    `yaml:"n_groups"`
+}
+
+// SeedConfig is seed.*; a nil pointer means the key is absent.
+type SeedConfig struct {
+	Train *int64 `yaml:"train"`
+	Val   *int64 `yaml:"val"`
+}
+
+// RolloutConfig is the part of actor_rollout_ref.rollout the rollout uses.
+type RolloutConfig struct {
+	Temperature    float64        `yaml:"temperature"`
+	TopP           float64        `yaml:"top_p"`
+	TopK           int            `yaml:"top_k"`
+	ResponseLength int            `yaml:"response_length"` // max new tokens per turn
+	MaxModelLen    int            `yaml:"max_model_len"`   // prompt budget for truncation
+	ValKwargs      SamplingConfig `yaml:"val_kwargs"`
+}
+
+// SamplingConfig is rollout.val_kwargs.
+type SamplingConfig struct {
+	DoSample    bool    `yaml:"do_sample"`
+	Temperature float64 `yaml:"temperature"`
+	TopP        float64 `yaml:"top_p"`
+	TopK        int     `yaml:"top_k"`
+}
+
+// AgentProxyConfig is agent_proxy.*.
+type AgentProxyConfig struct {
+	ContextWindowMode   string                    `yaml:"context_window_mode"` // full | limited_multi_turn | single_turn
+	MaxContextWindow    int                       `yaml:"max_context_window"`  // k; ≤ 0 = unlimited
+	MaxTurn             int                       `yaml:"max_turn"`            // model calls per episode
+	ActionSep           string                    `yaml:"action_sep"`
+	MaxActionsPerTurn   int                       `yaml:"max_actions_per_turn"`
+	UseTurnScores       bool                      `yaml:"use_turn_scores"`
+	EnableThink         bool                      `yaml:"enable_think"`
+	RewardNormalization RewardNormalizationConfig `yaml:"reward_normalization"`
+	// PipelineParts > 1 splits the envs into that many parts whose turns
+	// run concurrently, so envs of one part step while the model generates
+	// for another (Go-only; trajectories are identical to the plain loop).
+	PipelineParts int `yaml:"pipeline_parts"`
+}
+
+// RewardNormalizationConfig is agent_proxy.reward_normalization.
+type RewardNormalizationConfig struct {
+	Grouping string `yaml:"grouping"` // state | inductive | batch
+	Method   string `yaml:"method"`   // identity | mean | mean_std | asym_clip
+}
+
+// UpstreamCompat re-enables upstream behaviours that doc/divergences/rollout.md
+// lists as bugs. The zero value is the corrected behaviour.
+type UpstreamCompat struct {
+	// MaskAlignment: upstream's loss/response masks and reward columns, which
+	// train the role header after <|im_start|> and the first token of the
+	// next turn, and put rewards one column after the last generated token.
+	MaskAlignment bool `yaml:"mask_alignment"`
+	// Truncation: upstream's max_model_len truncation that drops
+	// [user, assistant, user-with-Reward] triples (losing the next state and
+	// breaking role parity).
+	Truncation bool `yaml:"truncation"`
+	// JSONLSuccess: upstream's JSONL export reads metrics["success"], which
+	// never exists (keys are tag-prefixed), so success is always false.
+	JSONLSuccess bool `yaml:"jsonl_success"`
+}
+
+// EnvSpec is one custom_envs.<Tag> entry of config/envs.yaml.
+type EnvSpec struct {
+	EnvType           string         `yaml:"env_type"`
+	MaxActionsPerTraj int            `yaml:"max_actions_per_traj"`
+	EnvInstruction    string         `yaml:"env_instruction"`
+	MaxTokens         int            `yaml:"max_tokens"` // 0 = rollout.response_length
+	ParallelFriendly  bool           `yaml:"parallel_friendly"`
+	MaxWorkers        int            `yaml:"max_workers"`
+	EnvConfig         map[string]any `yaml:"env_config"`
+}
+
+// Context window modes.
+const (
+	ModeFull             = "full"
+	ModeLimitedMultiTurn = "limited_multi_turn"
+	ModeSingleTurn       = "single_turn"
+)
+
+func i64(v int64) *int64 { return &v }
+
+// DefaultConfig returns upstream's base.yaml defaults. CustomEnvs is empty:
+// the env table comes from config/envs.yaml.
+func DefaultConfig() Config {
+	return Config{
+		ESManager: ESManagerConfig{
+			FormatPenalty: -0.1,
+			Train:         EnvSetConfig{EnvGroups: 8, GroupSize: 16, EnvConfigs: EnvConfigs{Tags: []string{"CoordSokoban"}, NGroups: []int{8}}},
+			Val:           EnvSetConfig{EnvGroups: 512, GroupSize: 1, EnvConfigs: EnvConfigs{Tags: []string{"CoordSokoban"}, NGroups: []int{512}}},
+			StepTimeout:   5 * time.Minute,
+		},
+		AgentProxy: AgentProxyConfig{
+			ContextWindowMode:   ModeFull,
+			MaxContextWindow:    -1,
+			MaxTurn:             5,
+			ActionSep:           "||",
+			MaxActionsPerTurn:   2,
+			EnableThink:         true,
+			RewardNormalization: RewardNormalizationConfig{Grouping: "state", Method: "identity"},
+			PipelineParts:       1,
+		},
+		Seed: SeedConfig{Train: i64(10000), Val: i64(123)},
+		Rollout: RolloutConfig{
+			Temperature: 1, TopP: 1, TopK: -1, ResponseLength: 400, MaxModelLen: 3600,
+			ValKwargs: SamplingConfig{DoSample: true, Temperature: 0.5, TopP: 1, TopK: -1},
+		},
+		CustomEnvs:         map[string]EnvSpec{},
+		EnableResponseMask: true,
+	}
+}
+
+// Validate reports every problem of the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("ragen: config: "+format, a...)) }
+	for _, m := range []struct {
+		name string
+		set  EnvSetConfig
+	}{{"es_manager.train", c.ESManager.Train}, {"es_manager.val", c.ESManager.Val}} {
+		s := m.set
+		if s.GroupSize < 1 {
+			bad("%s.group_size = %d, want ≥ 1", m.name, s.GroupSize)
+		}
+		if len(s.EnvConfigs.Tags) != len(s.EnvConfigs.NGroups) {
+			bad("%s.env_configs: %d tags but %d n_groups", m.name, len(s.EnvConfigs.Tags), len(s.EnvConfigs.NGroups))
+		}
+		sum := 0
+		for i, n := range s.EnvConfigs.NGroups {
+			if n < 0 {
+				bad("%s.env_configs.n_groups[%d] = %d, want ≥ 0", m.name, i, n)
+			}
+			sum += n
+		}
+		if sum != s.EnvGroups {
+			bad("%s: sum(n_groups) = %d but env_groups = %d", m.name, sum, s.EnvGroups)
+		}
+		for _, t := range s.EnvConfigs.Tags {
+			spec, ok := c.CustomEnvs[t]
+			if !ok {
+				bad("%s: tag %q is not in custom_envs", m.name, t)
+				continue
+			}
+			if spec.EnvType == "" {
+				bad("custom_envs.%s.env_type is empty", t)
+			}
+			if spec.MaxActionsPerTraj < 1 {
+				bad("custom_envs.%s.max_actions_per_traj = %d, want ≥ 1", t, spec.MaxActionsPerTraj)
+			}
+			if spec.MaxTokens < 0 {
+				bad("custom_envs.%s.max_tokens = %d, want ≥ 0", t, spec.MaxTokens)
+			}
+		}
+	}
+	a := c.AgentProxy
+	switch a.ContextWindowMode {
+	case ModeFull, ModeLimitedMultiTurn, ModeSingleTurn:
+	default:
+		bad("agent_proxy.context_window_mode = %q, want one of full, limited_multi_turn, single_turn", a.ContextWindowMode)
+	}
+	if a.MaxTurn < 1 {
+		bad("agent_proxy.max_turn = %d, want ≥ 1", a.MaxTurn)
+	}
+	if a.ActionSep == "" {
+		bad("agent_proxy.action_sep is empty")
+	}
+	if a.MaxActionsPerTurn < 1 {
+		bad("agent_proxy.max_actions_per_turn = %d, want ≥ 1", a.MaxActionsPerTurn)
+	}
+	switch a.RewardNormalization.Grouping {
+	case "state", "inductive", "batch":
+	default:
+		bad("agent_proxy.reward_normalization.grouping = %q, want one of state, inductive, batch", a.RewardNormalization.Grouping)
+	}
+	switch a.RewardNormalization.Method {
+	case "identity", "mean", "mean_std", "asym_clip":
+	default:
+		bad("agent_proxy.reward_normalization.method = %q, want one of identity, mean, mean_std, asym_clip", a.RewardNormalization.Method)
+	}
+	if a.PipelineParts < 0 {
+		bad("agent_proxy.pipeline_parts = %d, want ≥ 0", a.PipelineParts)
+	}
+	if c.Rollout.ResponseLength < 1 {
+		bad("rollout.response_length = %d, want ≥ 1", c.Rollout.ResponseLength)
+	}
+	if c.Rollout.MaxModelLen < 1 {
+		bad("rollout.max_model_len = %d, want ≥ 1", c.Rollout.MaxModelLen)
+	}
+	if c.ESManager.StepTimeout < 0 {
+		bad("es_manager.step_timeout = %v, want ≥ 0", c.ESManager.StepTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// envSet returns the env-set config of a mode.
+func (c Config) envSet(mode env.Mode) EnvSetConfig {
+	if mode == env.ModeVal {
+		return c.ESManager.Val
+	}
+	return c.ESManager.Train
+}
