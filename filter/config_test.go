@@ -1,0 +1,112 @@
+package filter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestDefaultConfigValid(t *testing.T) {
+	for _, c := range []Config{DefaultConfig(), CodeDefaultConfig()} {
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := CodeDefaultConfig(); c.Value != 0.25 || c.EmptyStopSteps != 10 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestValidateReportsEverything(t *testing.T) {
+	c := DefaultConfig()
+	c.Strategy = "top_q"
+	c.FilterType = "middle"
+	c.TopPProbMode = "cubic"
+	c.Metric = "kl"
+	c.BucketMode = "decile"
+	c.BucketCount = 0
+	c.NumGroups = 0
+	c.Value = -1
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("want error")
+	}
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 8 {
+		t.Fatalf("want 8 joined errors, got %v", err)
+	}
+	for _, s := range []string{
+		`unknown rollout_filter_strategy "top_q" (valid: top_p, top_k, top_k_abs, min_p)`,
+		`unknown rollout_filter_type "middle" (valid: largest, smallest)`,
+		`unknown rollout_filter_top_p_prob_mode "cubic" (valid: linear, softmax)`,
+		`unsupported rollout filter metric "kl"`,
+		`unknown gradient_analysis_bucket_mode "decile"`,
+		`gradient_analysis_num_buckets must be ≥ 1`,
+		`num_groups`,
+		`rollout_filter_value must be a finite number ≥ 0`,
+	} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("missing %q in %v", s, err)
+		}
+	}
+}
+
+func TestNormalizeMetric(t *testing.T) {
+	tests := map[string]string{
+		"": "reward_variance", "reward_std": "reward_variance", "Reward_Variance": "reward_variance",
+		"REWARD": "reward", "reward_sum": "reward_sum", "length": "length", "entropy": "entropy",
+		"entropy_std": "entropy_variance", "Entropy_Variance": "entropy_variance",
+	}
+	for in, want := range tests {
+		got, err := NormalizeMetric(in)
+		if err != nil || got != want {
+			t.Errorf("NormalizeMetric(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := NormalizeMetric("loss"); err == nil {
+		t.Fatal("want error")
+	}
+}
+
+func TestConfigYAML(t *testing.T) {
+	src := `
+temperature: 1
+rollout_filter_ratio: 0.5
+rollout_filter_strategy: top_k
+rollout_filter_type: smallest
+rollout_filter_include_zero: false
+rollout_filter_top_p_prob_mode: softmax
+rollout_filter_selection_eps: 0.02
+rollout_filter_metric: null
+rollout_filter_empty_stop_steps: 3
+gradient_analysis_num_buckets: 4
+gradient_analysis_bucket_mode: fixed_rv
+`
+	c := DefaultConfig()
+	if err := yaml.Unmarshal([]byte(src), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.Value, want.Strategy, want.FilterType, want.IncludeZero = 0.5, StrategyTopK, TypeSmallest, false
+	want.TopPProbMode, want.SelectionEps, want.Metric, want.EmptyStopSteps = ProbSoftmax, 0.02, MetricNameRewardVariance, 3
+	want.BucketCount, want.BucketMode = 4, BucketFixedRV
+	if c != want {
+		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+	// rollout_filter_value wins over the legacy alias; absent keys keep defaults.
+	c = DefaultConfig()
+	if err := yaml.Unmarshal([]byte("rollout_filter_ratio: 0.5\nrollout_filter_value: 0.75\n"), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Value != 0.75 || c.Strategy != StrategyTopP {
+		t.Fatalf("%+v", c)
+	}
+	for _, bad := range []string{"[1, 2]", "rollout_filter_value: abc", "rollout_filter_include_zero: maybe"} {
+		c = DefaultConfig()
+		if err := yaml.Unmarshal([]byte(bad), &c); err == nil || !strings.HasPrefix(err.Error(), "filter:") {
+			t.Errorf("%q: err %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,308 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// ErrNoneKept reports that the filter selected no group. Apply returns it
+// together with a complete Result (metrics included); the trainer counts the
+// step as empty instead of updating.
+var ErrNoneKept = errors.New("filter: no group kept")
+
+// zeroTol is upstream's |score| threshold for "zero" groups.
+const zeroTol = 1e-10
+
+// f32 rounds x to float32 precision: upstream's scores are float32 tensors.
+func f32(x float64) float64 { return float64(float32(x)) }
+
+// Select returns the indices of the groups chosen from one score per group,
+// in upstream's order (_select_top_groups): index order for top_p with
+// value ≥ 1 and for min_p, score order otherwise. The number of groups is
+// len(scores). Scores are rounded to float32 like upstream's tensors; a NaN
+// score sorts above every number (torch's rule). Errors are returned where
+// upstream raises: an unknown strategy, probability mode or filter type in a
+// branch that uses it. An empty result is not an error here.
+func Select(scores []float64, cfg Config) ([]int, error) {
+	s := make([]float32, len(scores))
+	for i, v := range scores {
+		s[i] = float32(v)
+	}
+	return selectGroups(s, cfg)
+}
+
+func selectGroups(all []float32, cfg Config) ([]int, error) {
+	idx := make([]int, 0, len(all))
+	scores := make([]float32, 0, len(all))
+	for i, v := range all {
+		if !cfg.IncludeZero {
+			// abs(s) > 1e-10 is false for NaN, so NaN groups are dropped too.
+			if !(float32(math.Abs(float64(v))) > float32(zeroTol)) {
+				continue
+			}
+		}
+		idx = append(idx, i)
+		scores = append(scores, v)
+	}
+	if len(idx) == 0 {
+		return []int{}, nil
+	}
+	pick := func(local []int) []int {
+		out := make([]int, len(local))
+		for i, l := range local {
+			out[i] = idx[l]
+		}
+		return out
+	}
+	switch cfg.Strategy {
+	case StrategyTopP:
+		if cfg.Value >= 1.0 {
+			return idx, nil
+		}
+		switch cfg.TopPProbMode {
+		case ProbSoftmax:
+			logits := make([]float32, len(scores))
+			switch cfg.FilterType {
+			case TypeLargest:
+				copy(logits, scores)
+			case TypeSmallest:
+				for i, v := range scores {
+					logits[i] = -v
+				}
+			default:
+				return nil, errFilterType(cfg.FilterType)
+			}
+			p := softmax32(logits)
+			order := sortOrder(p, true)
+			sorted := make([]float32, len(p))
+			for i, o := range order {
+				sorted[i] = p[o]
+			}
+			cum := cumsum32(sorted)
+			k := lowerBound32(cum, float32(cfg.Value)) + 1
+			if k > len(idx) {
+				k = len(idx)
+			}
+			return pick(order[:k]), nil
+		case ProbLinear:
+			var order []int
+			switch cfg.FilterType {
+			case TypeLargest:
+				order = sortOrder(scores, true)
+			case TypeSmallest:
+				order = sortOrder(scores, false)
+			default:
+				return nil, errFilterType(cfg.FilterType)
+			}
+			// threshold = value·Σscores − eps, in float32 like the tensor op.
+			threshold := float32(cfg.Value)*sum32(scores) - float32(cfg.SelectionEps)
+			cum := 0.0 // Python float
+			count := 0
+			for _, o := range order {
+				if float32(cum) >= threshold {
+					break
+				}
+				if float64(scores[o]) <= 0 {
+					break
+				}
+				cum += float64(scores[o])
+				count++
+			}
+			if float32(cum) >= threshold {
+				return pick(order[:count]), nil
+			}
+			return []int{}, nil
+		default:
+			return nil, fmt.Errorf("filter: unknown top_p_prob_mode %q (valid: %s)",
+				cfg.TopPProbMode, strings.Join(validProbModes, ", "))
+		}
+	case StrategyTopK, StrategyTopKAbs:
+		var k int
+		if cfg.Strategy == StrategyTopK {
+			k = truncInt(cfg.Value * float64(cfg.numGroupsFor(len(all))))
+		} else {
+			k = truncInt(cfg.Value)
+		}
+		k = min(k, len(idx))
+		k = max(k, 1)
+		keys := make([]float32, len(scores))
+		switch cfg.FilterType {
+		case TypeLargest:
+			copy(keys, scores)
+		case TypeSmallest:
+			for i, v := range scores {
+				keys[i] = -v // (-scores).topk: NaN stays NaN and still ranks first
+			}
+		default:
+			return nil, errFilterType(cfg.FilterType)
+		}
+		order := sortOrder(keys, true)
+		return pick(order[:k]), nil
+	case StrategyMinP:
+		var keep func(v float32) bool
+		switch cfg.FilterType {
+		case TypeLargest:
+			mx := max32(scores)
+			threshold := mx * float32(cfg.Value)
+			cut := threshold - float32(zeroTol)
+			keep = func(v float32) bool { return v >= cut }
+		case TypeSmallest:
+			mn := min32(scores)
+			threshold := mn / float32(cfg.Value+1e-10)
+			cut := threshold + float32(zeroTol)
+			keep = func(v float32) bool { return v <= cut }
+		default:
+			return nil, errFilterType(cfg.FilterType)
+		}
+		out := []int{}
+		for l, v := range scores {
+			if keep(v) {
+				out = append(out, idx[l])
+			}
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("filter: unknown strategy %q (valid: %s)",
+			cfg.Strategy, strings.Join(validStrategies, ", "))
+	}
+}
+
+// numGroupsFor is the configured group count used by top_k (upstream uses
+// self.num_groups, not the number of remaining groups); it falls back to
+// the number of scores when NumGroups is unset or disagrees with them.
+func (c Config) numGroupsFor(n int) int {
+	if c.NumGroups > 0 && c.NumGroups == n {
+		return c.NumGroups
+	}
+	return n
+}
+
+func errFilterType(t string) error {
+	return fmt.Errorf("filter: invalid rollout filter type %q (valid: %s)", t, strings.Join(validTypes, ", "))
+}
+
+// truncInt is Python's int() on a float: truncation toward zero, clamped to
+// the int range (NaN → 0).
+func truncInt(x float64) int {
+	switch {
+	case math.IsNaN(x):
+		return 0
+	case x >= math.MaxInt32:
+		return math.MaxInt32
+	case x <= math.MinInt32:
+		return math.MinInt32
+	}
+	return int(x)
+}
+
+// sortOrder returns indices ordering v descending (or ascending), NaN
+// treated as larger than every number (torch.sort/topk), ties by lower index.
+func sortOrder(v []float32, descending bool) []int {
+	order := make([]int, len(v))
+	for i := range order {
+		order[i] = i
+	}
+	less := func(a, b float32) bool { // a < b with NaN largest
+		an, bn := a != a, b != b
+		switch {
+		case an:
+			return false
+		case bn:
+			return true
+		}
+		return a < b
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := v[order[i]], v[order[j]]
+		if descending {
+			return less(b, a)
+		}
+		return less(a, b)
+	})
+	return order
+}
+
+// softmax32 is torch.softmax over a float32 vector: exp(x − max) / Σ.
+func softmax32(x []float32) []float32 {
+	out := make([]float32, len(x))
+	if len(x) == 0 {
+		return out
+	}
+	mx := max32(x)
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		out[i] = e
+		sum += float64(e)
+	}
+	s := float32(sum)
+	for i := range out {
+		out[i] /= s
+	}
+	return out
+}
+
+// cumsum32 is torch.cumsum on float32 (CPU accumulates in double).
+func cumsum32(x []float32) []float32 {
+	out := make([]float32, len(x))
+	var acc float64
+	for i, v := range x {
+		acc += float64(v)
+		out[i] = float32(acc)
+	}
+	return out
+}
+
+// lowerBound32 is torch.searchsorted(sorted, v) (side left): the first i
+// with sorted[i] ≥ v, found by torch's binary search.
+func lowerBound32(sorted []float32, v float32) int {
+	start, end := 0, len(sorted)
+	for start < end {
+		mid := start + (end-start)/2
+		if !(sorted[mid] >= v) {
+			start = mid + 1
+		} else {
+			end = mid
+		}
+	}
+	return start
+}
+
+func sum32(x []float32) float32 {
+	var s float64
+	for _, v := range x {
+		s += float64(v)
+	}
+	return float32(s)
+}
+
+// max32 is torch.max over a vector: NaN if any element is NaN.
+func max32(x []float32) float32 {
+	m := x[0]
+	for _, v := range x {
+		if v != v {
+			return v
+		}
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// min32 is torch.min over a vector: NaN if any element is NaN.
+func min32(x []float32) float32 {
+	m := x[0]
+	for _, v := range x {
+		if v != v {
+			return v
+		}
+		if v < m {
+			m = v
+		}
+	}
+	return m
+}
