@@ -1,0 +1,17 @@
+package all
+
+import (
+	"slices"
+	"testing"
+
+	"ragen/env"
+)
+
+func TestCoreEnvsRegistered(t *testing.T) {
+	types := env.Types()
+	for _, want := range []string{"bandit"} {
+		if !slices.Contains(types, want) {
+			t.Errorf("env type %q not registered (have %v)", want, types)
+		}
+	}
+}

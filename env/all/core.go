@@ -1,0 +1,6 @@
+package all
+
+// Bandit, Sokoban and FrozenLake (envs.md §1-3).
+import (
+	_ "ragen/env/bandit"
+)
