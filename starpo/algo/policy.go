@@ -161,7 +161,7 @@ func PolicyLoss(logp, oldLogp, adv, mask Mat, cfg PolicyLossConfig) (float64, Ma
 		return 0, Mat{}, nil, err
 	}
 	for k := range dLdlp.Data {
-		dLdlp.Data[k] *= ag.Data[k]
+		dLdlp.Data[k] = dLdlp.Data[k]*ag.Data[k] + 0 // + 0 turns −0 into 0
 	}
 	metrics := map[string]float64{
 		MetricPGLoss:          loss,

@@ -85,7 +85,7 @@ func ValueLoss(vpreds, values, returns, mask Mat, cfg ValueLossConfig) (float64,
 		return 0, Mat{}, nil, err
 	}
 	for k := range grad.Data {
-		grad.Data[k] *= 0.5 * ag.Data[k]
+		grad.Data[k] = grad.Data[k]*0.5*ag.Data[k] + 0 // + 0 turns −0 into 0
 	}
 	loss := 0.5 * agg
 	accum := max(cfg.GradAccum, 1)
