@@ -12,11 +12,11 @@ import (
 // The yaml tags follow upstream RAGEN's key names (config/base.yaml); the
 // CLI composes the YAML tree and maps it onto this struct.
 type Config struct {
-	ESManager  ESManagerConfig     `yaml:"es_manager"`
-	AgentProxy AgentProxyConfig    `yaml:"agent_proxy"`
-	Seed       SeedConfig          `yaml:"seed"`
-	Rollout    RolloutConfig       `yaml:"rollout"` // actor_rollout_ref.rollout
-	CustomEnvs map[string]EnvSpec  `yaml:"custom_envs"`
+	ESManager  ESManagerConfig    `yaml:"es_manager"`
+	AgentProxy AgentProxyConfig   `yaml:"agent_proxy"`
+	Seed       SeedConfig         `yaml:"seed"`
+	Rollout    RolloutConfig      `yaml:"rollout"` // actor_rollout_ref.rollout
+	CustomEnvs map[string]EnvSpec `yaml:"custom_envs"`
 	// EnableResponseMask: loss_mask = response_mask (assistant tokens only);
 	// false trains every token after the system turn.
 	EnableResponseMask bool `yaml:"enable_response_mask"`

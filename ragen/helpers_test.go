@@ -67,7 +67,7 @@ func (e *lineEnv) Render() string {
 	return string(b)
 }
 
-func (e *lineEnv) Close() error                  { return nil }
+func (e *lineEnv) Close() error                 { return nil }
 func (e *lineEnv) ActionLookup() map[int]string { return map[int]string{1: "Left", 2: "Right"} }
 
 // echoEnv is a fake language env: each step ends the episode; success when
@@ -90,7 +90,7 @@ func (e *echoEnv) Step(ctx context.Context, a env.Action) (env.StepResult, error
 }
 
 func (e *echoEnv) Render() string { return e.last }
-func (e *echoEnv) Close() error    { return nil }
+func (e *echoEnv) Close() error   { return nil }
 
 // testProvider builds lineEnv for type "line" and echoEnv for "echo" and
 // keeps every env it built.
