@@ -209,7 +209,6 @@ func TestUnsupportedModel(t *testing.T) {
 
 type fakeNoChat struct{ *wordTok }
 
-
 func (*fakeNoChat) TokenID(string) (int, bool) { return 0, false }
 
 func TestNormalizeScores(t *testing.T) {

@@ -1,0 +1,176 @@
+package ragen
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ragen/llm/tokenizer"
+)
+
+func testOpenAI(t *testing.T, h http.HandlerFunc, mod func(*OpenAIConfig)) *OpenAIPolicy {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Setenv("RAGEN_TEST_KEY", "sk-test")
+	cfg := DefaultOpenAIConfig()
+	cfg.BaseURL = srv.URL + "/v1"
+	cfg.APIKeyEnv = "RAGEN_TEST_KEY"
+	cfg.Model = "test-model"
+	cfg.InitialBackoff = time.Millisecond
+	cfg.MaxBackoff = 5 * time.Millisecond
+	cfg.RequestTimeout = 2 * time.Second
+	if mod != nil {
+		mod(&cfg)
+	}
+	p, err := NewOpenAIPolicy(cfg)
+	require.NoError(t, err)
+	return p
+}
+
+func reqs(n int) []GenRequest {
+	var out []GenRequest
+	for i := range n {
+		out = append(out, GenRequest{EnvID: i, Messages: []tokenizer.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "u" + string(rune('0'+i))}},
+			Sampling: SamplingParams{DoSample: true, Temperature: 0.5, TopP: 1, MaxNewTokens: 50}})
+	}
+	return out
+}
+
+func reply(w http.ResponseWriter, content, finish string) {
+	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": content}, "finish_reason": finish}}})
+}
+
+func TestOpenAINormal(t *testing.T) {
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "/v1/chat/completions", r.URL.Path)
+		assert.Equal(t, "Bearer sk-test", r.Header.Get("Authorization"))
+		var body chatRequest
+		b, _ := io.ReadAll(r.Body)
+		require.NoError(t, json.Unmarshal(b, &body))
+		assert.Equal(t, "test-model", body.Model)
+		assert.Equal(t, 0.5, body.Temperature)
+		assert.Equal(t, 50, body.MaxTokens)
+		reply(w, "echo "+body.Messages[1].Content, "stop")
+	}, nil)
+	gens, err := p.Generate(context.Background(), reqs(3))
+	require.NoError(t, err)
+	require.Len(t, gens, 3)
+	for i, g := range gens {
+		assert.Equal(t, "echo u"+string(rune('0'+i)), g.Text)
+		assert.Equal(t, "stop", g.FinishReason)
+	}
+}
+
+func TestOpenAIGarbage(t *testing.T) {
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("<html>not json"))
+	}, nil)
+	_, err := p.Generate(context.Background(), reqs(1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "decode response")
+	assert.Contains(t, err.Error(), "not json")
+}
+
+func TestOpenAIRetryThenSuccess(t *testing.T) {
+	var calls atomic.Int32
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			http.Error(w, "boom", http.StatusInternalServerError)
+		case 2:
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		default:
+			reply(w, "ok", "stop")
+		}
+	}, nil)
+	gens, err := p.Generate(context.Background(), reqs(1))
+	require.NoError(t, err)
+	assert.Equal(t, "ok", gens[0].Text)
+	assert.Equal(t, int32(3), calls.Load())
+}
+
+func TestOpenAIRetriesExhausted(t *testing.T) {
+	var calls atomic.Int32
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "down", http.StatusBadGateway)
+	}, func(c *OpenAIConfig) { c.MaxRetries = 2 })
+	_, err := p.Generate(context.Background(), reqs(1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "giving up after 3 attempts")
+	assert.Contains(t, err.Error(), "HTTP 502")
+	assert.Equal(t, int32(3), calls.Load())
+}
+
+func TestOpenAIClientErrorNotRetried(t *testing.T) {
+	var calls atomic.Int32
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, `{"error":{"message":"bad key"}}`, http.StatusUnauthorized)
+	}, nil)
+	_, err := p.Generate(context.Background(), reqs(1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "HTTP 401")
+	assert.Equal(t, int32(1), calls.Load())
+}
+
+func TestOpenAINeverAnswers(t *testing.T) {
+	stop := make(chan struct{})
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}, func(c *OpenAIConfig) { c.RequestTimeout = 50 * time.Millisecond; c.MaxRetries = 1 })
+	defer close(stop)
+	start := time.Now()
+	_, err := p.Generate(context.Background(), reqs(2))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestOpenAIFinishReasonAndConcurrency(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	var mu sync.Mutex
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		mu.Lock()
+		if n > peak.Load() {
+			peak.Store(n)
+		}
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		inFlight.Add(-1)
+		reply(w, "x", "stop")
+	}, func(c *OpenAIConfig) { c.MaxConcurrency = 2 })
+	_, err := p.Generate(context.Background(), reqs(6))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, peak.Load(), int32(2))
+
+	p = testOpenAI(t, func(w http.ResponseWriter, r *http.Request) { reply(w, "cut", "length") }, nil)
+	_, err = p.Generate(context.Background(), reqs(1))
+	assert.ErrorContains(t, err, `finish reason "length"`)
+}
+
+func TestOpenAIConfigErrors(t *testing.T) {
+	cfg := DefaultOpenAIConfig()
+	cfg.APIKeyEnv = "RAGEN_SURELY_UNSET_KEY"
+	_, err := NewOpenAIPolicy(cfg)
+	assert.ErrorContains(t, err, "RAGEN_SURELY_UNSET_KEY")
+	cfg = OpenAIConfig{}
+	err = cfg.Validate()
+	for _, s := range []string{"base_url", "model_name", "max_concurrency", "request_timeout"} {
+		assert.ErrorContains(t, err, s)
+	}
+}
