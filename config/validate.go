@@ -1,0 +1,831 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Problem is one inconsistency found by Check.
+type Problem struct {
+	Key     string // the main key involved (dotted)
+	Msg     string // what disagrees and what would fit
+	Warning bool   // runs, but probably not what was meant (e.g. duplicated rows)
+}
+
+func (p Problem) Error() string {
+	if p.Warning {
+		return "config: warning: " + p.Key + ": " + p.Msg
+	}
+	return "config: " + p.Key + ": " + p.Msg
+}
+
+// Valid names (upstream's registries; errors list them).
+var (
+	validEstimators   = []string{"gae", "grpo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "rloo"}
+	validLossAgg      = []string{"seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm", "token-mean"}
+	validKL           = []string{"abs", "k1", "k2", "k3", "kl", "low_var_kl", "mse"}
+	validKLCtrl       = []string{"adaptive", "fixed"}
+	validStrategies   = []string{"min_p", "top_k", "top_k_abs", "top_p"}
+	validFilterTypes  = []string{"largest", "smallest"}
+	validTopPModes    = []string{"linear", "softmax"}
+	validMetrics      = []string{"entropy", "entropy_std", "entropy_variance", "length", "reward", "reward_std", "reward_sum", "reward_variance"}
+	validBucketModes  = []string{"fixed_rv", "quantile"}
+	validLossScaling  = []string{"linear", "none", "sqrt"}
+	validWindowModes  = []string{"full", "limited_multi_turn", "single_turn"}
+	validAdjustModes  = []string{"copy", "delete"}
+	validGroupings    = []string{"batch", "inductive", "state"}
+	validNormMethods  = []string{"asym_clip", "identity", "mean", "mean_std"}
+	validResumeModes  = []string{"auto", "disable", "resume_path"}
+	validLoggers      = []string{"clearml", "console", "mlflow", "swanlab", "tensorboard", "vemlp_wandb", "wandb"}
+	validEnvTypes     = []string{"alfworld", "bandit", "countdown", "deepcoder", "frozen_lake", "game_2048", "lean", "metamathqa", "rubikscube", "search", "sokoban", "sudoku", "webshop"}
+	validObservations = []string{"coord", "grid", "grid_coord"}
+)
+
+// Validate checks cross-key consistency before any work starts: what upstream's train.py
+// and veRL's workers assert, and what would otherwise fail late (unknown names, bad
+// ranges, env-group bookkeeping). It reports every error at once (errors.Join of
+// Problem values); warnings from Check are not included.
+func Validate(t *Tree) error {
+	var errs []error
+	for _, p := range Check(t) {
+		if !p.Warning {
+			errs = append(errs, p)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Check returns all problems, errors and warnings, in a stable order.
+func Check(t *Tree) []Problem {
+	v := &validator{t: t}
+	v.batchSizes()
+	v.startupAsserts()
+	v.envManagers()
+	v.names()
+	v.ranges()
+	return v.out
+}
+
+type validator struct {
+	t   *Tree
+	out []Problem
+}
+
+func (v *validator) errf(key, format string, args ...any) {
+	v.out = append(v.out, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) warnf(key, format string, args ...any) {
+	v.out = append(v.out, Problem{Key: key, Msg: fmt.Sprintf(format, args...), Warning: true})
+}
+
+// raw returns the value at key; ok=false if absent.
+func (v *validator) raw(key string) (any, bool) {
+	segs, err := splitPath(key)
+	if err != nil {
+		return nil, false
+	}
+	return lookup(v.t.root, segs)
+}
+
+// intAt reads an int. Absent keys are reported only when required; null gives ok=false
+// without a problem when nullable.
+func (v *validator) intAt(key string, required, nullable bool) (int, bool) {
+	x, ok := v.raw(key)
+	if !ok {
+		if required {
+			v.errf(key, "missing (required)")
+		}
+		return 0, false
+	}
+	if x == nil && nullable {
+		return 0, false
+	}
+	i, isInt := x.(int)
+	if !isInt {
+		v.errf(key, "want an integer, found %s", describe(x))
+		return 0, false
+	}
+	return i, true
+}
+
+func (v *validator) floatAt(key string, nullable bool) (float64, bool) {
+	x, ok := v.raw(key)
+	if !ok || (x == nil && nullable) {
+		return 0, false
+	}
+	switch n := x.(type) {
+	case int:
+		return float64(n), true
+	case float64:
+		if math.IsNaN(n) {
+			v.errf(key, "is NaN")
+			return 0, false
+		}
+		return n, true
+	}
+	v.errf(key, "want a number, found %s", describe(x))
+	return 0, false
+}
+
+func (v *validator) boolAt(key string) (bool, bool) {
+	x, ok := v.raw(key)
+	if !ok {
+		return false, false
+	}
+	b, isBool := x.(bool)
+	if !isBool {
+		v.errf(key, "want true or false, found %s", describe(x))
+		return false, false
+	}
+	return b, true
+}
+
+func (v *validator) strAt(key string, nullable bool) (string, bool) {
+	x, ok := v.raw(key)
+	if !ok || (x == nil && nullable) {
+		return "", false
+	}
+	s, isStr := x.(string)
+	if !isStr {
+		v.errf(key, "want a string, found %s", describe(x))
+		return "", false
+	}
+	return s, true
+}
+
+// oneOf checks a name against the valid list (when the key is present).
+func (v *validator) oneOf(key string, valid []string, normalize func(string) string) (string, bool) {
+	s, ok := v.strAt(key, false)
+	if !ok {
+		return "", false
+	}
+	n := s
+	if normalize != nil {
+		n = normalize(s)
+	}
+	for _, x := range valid {
+		if n == x {
+			return n, true
+		}
+	}
+	v.errf(key, "unknown value %q%s; valid: %s", s, didYouMean(n, valid), strings.Join(valid, ", "))
+	return "", false
+}
+
+// criticEnabled: critic.enable true, or null/absent and adv_estimator == gae.
+func (v *validator) criticEnabled() bool {
+	if x, ok := v.raw("critic.enable"); ok && x != nil {
+		b, _ := x.(bool)
+		return b
+	}
+	est, _ := v.raw("algorithm.adv_estimator")
+	return est == "gae"
+}
+
+func (v *validator) world() (nGPU, nodes int) {
+	nGPU, nodes = 1, 1
+	if n, ok := v.intAt("trainer.n_gpus_per_node", true, false); ok {
+		if n < 1 {
+			v.errf("trainer.n_gpus_per_node", "must be >= 1, got %d", n)
+		} else {
+			nGPU = n
+		}
+	}
+	if n, ok := v.intAt("trainer.nnodes", false, false); ok {
+		if n < 1 {
+			v.errf("trainer.nnodes", "must be >= 1, got %d", n)
+		} else {
+			nodes = n
+		}
+	}
+	return nGPU, nodes
+}
+
+// nearestMultiples returns the multiples of step closest below and above x (below > 0).
+func nearestMultiples(x, step int) string {
+	if step <= 0 {
+		return ""
+	}
+	lo := x / step * step
+	hi := lo + step
+	if lo <= 0 {
+		return strconv.Itoa(hi)
+	}
+	return fmt.Sprintf("%d or %d", lo, hi)
+}
+
+// nearestDivisors lists the divisors of n that are multiples of step, nearest to x
+// (one below, one above when they exist).
+func nearestDivisors(n, x, step int) string {
+	var below, above int
+	for d := 1; d <= n; d++ {
+		if n%d != 0 || d%step != 0 {
+			continue
+		}
+		if d < x {
+			below = d
+		} else if d > x && above == 0 {
+			above = d
+		}
+	}
+	switch {
+	case below > 0 && above > 0:
+		return fmt.Sprintf("%d or %d", below, above)
+	case below > 0:
+		return strconv.Itoa(below)
+	case above > 0:
+		return strconv.Itoa(above)
+	}
+	return ""
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func lcm(a, b int) int { return a / gcd(a, b) * b }
+
+// batchSizes checks the mini/micro batch arithmetic of actor and critic (RAGEN train.py
+// assertion 1 and veRL's worker normalisation) and the train batch against the mini batch.
+func (v *validator) batchSizes() {
+	nGPU, nodes := v.world()
+	world := nGPU * nodes
+	rolloutN := 1
+	if n, ok := v.intAt("actor_rollout_ref.rollout.n", false, false); ok {
+		if n < 1 {
+			v.errf("actor_rollout_ref.rollout.n", "must be >= 1, got %d", n)
+		} else {
+			rolloutN = n
+		}
+	}
+	dyn, _ := v.boolAt("actor_rollout_ref.actor.use_dynamic_bsz")
+	mini := 0
+	roles := []string{"actor_rollout_ref.actor"}
+	if v.criticEnabled() {
+		roles = append(roles, "critic")
+	}
+	for _, role := range roles {
+		m, okM := v.intAt(role+".ppo_mini_batch_size", true, false)
+		if okM && m < 1 {
+			v.errf(role+".ppo_mini_batch_size", "must be >= 1, got %d", m)
+			okM = false
+		}
+		if role == "actor_rollout_ref.actor" && okM {
+			mini = m
+		}
+		micro, okMicro := v.intAt(role+".ppo_micro_batch_size_per_gpu", false, true)
+		old, okOld := v.intAt(role+".ppo_micro_batch_size", false, true)
+		if okMicro && okOld {
+			v.errf(role+".ppo_micro_batch_size_per_gpu", "set only one of ppo_micro_batch_size (%d, deprecated) and ppo_micro_batch_size_per_gpu (%d)", old, micro)
+		}
+		if okOld && !okMicro {
+			if old%world != 0 {
+				v.errf(role+".ppo_micro_batch_size", "%d is not divisible by the %d GPUs (nnodes x n_gpus_per_node); use ppo_micro_batch_size_per_gpu", old, world)
+			}
+			micro, okMicro = old/world, true
+		}
+		if !okMicro && !okOld && !dyn {
+			v.errf(role+".ppo_micro_batch_size_per_gpu", "set ppo_micro_batch_size_per_gpu (or use_dynamic_bsz=true)")
+		}
+		if okMicro && micro < 1 {
+			v.errf(role+".ppo_micro_batch_size_per_gpu", "must be >= 1, got %d", micro)
+			okMicro = false
+		}
+		if !okM || !okMicro || dyn {
+			continue
+		}
+		// RAGEN train.py: micro x n_gpus_per_node <= mini and mini divisible by it.
+		prod := micro * nGPU
+		if prod > m || m%prod != 0 {
+			v.errf(role+".ppo_mini_batch_size", "%d is not a multiple of ppo_micro_batch_size_per_gpu x n_gpus_per_node = %d x %d = %d; nearest fitting: %s",
+				m, micro, nGPU, prod, nearestMultiples(m, prod))
+			continue
+		}
+		// veRL worker: per-GPU mini = mini * rollout.n // world, > 0 and divisible by micro.
+		perGPU := m * rolloutN / world
+		if perGPU < 1 || perGPU%micro != 0 || (m*rolloutN)%world != 0 {
+			v.errf(role+".ppo_mini_batch_size", "%d x rollout.n %d over %d GPUs (nnodes %d x %d) gives a per-GPU mini batch of %d, which must be a positive multiple of ppo_micro_batch_size_per_gpu=%d; nearest fitting: %s",
+				m, rolloutN, world, nodes, nGPU, perGPU, micro, nearestMultiples(m, lcm(prod, world*micro)))
+		}
+	}
+	for _, key := range []string{"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "log_prob_micro_batch_size_per_gpu", "micro_batch_size_per_gpu"} {
+		if n, ok := v.intAt(key, false, true); ok && n < 1 {
+			v.errf(key, "must be >= 1, got %d", n)
+		}
+	}
+
+	// Train batch vs mini batch and GPUs (full mode: one row per env).
+	groups, okG := v.intAt("es_manager.train.env_groups", true, false)
+	size, okS := v.intAt("es_manager.train.group_size", true, false)
+	if !okG || !okS || groups < 1 || size < 1 || mini < 1 {
+		return
+	}
+	mode, _ := v.raw("agent_proxy.context_window_mode")
+	if mode != nil && mode != "full" {
+		return // turn-level modes: rows = env turns, known only at run time
+	}
+	batch := groups * size
+	filterOff := v.filterRatio() >= 1
+	adjust := "copy"
+	if s, ok := v.raw("agent_proxy.batch_adjust_mode"); ok && s == "delete" {
+		adjust = "delete"
+	}
+	if filterOff && batch%mini != 0 && batch >= mini {
+		step := lcm(lcm(groups, mini), nGPU)
+		padTo := (batch + step - 1) / step * step
+		effect := fmt.Sprintf("batch_adjust_mode=copy pads every step with %d duplicate rows (to %d)", padTo-batch, padTo)
+		if adjust == "delete" {
+			effect = fmt.Sprintf("batch_adjust_mode=delete drops %d rows every step (to %d)", batch-batch/step*step, batch/step*step)
+		}
+		micro, _ := v.intAt("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", false, true)
+		fit := nearestDivisors(batch, mini, max(1, micro)*nGPU)
+		v.warnf("actor_rollout_ref.actor.ppo_mini_batch_size", "ppo_mini_batch_size=%d does not divide train batch %d (= %d groups x %d); %s; nearest fitting: %s",
+			mini, batch, groups, size, effect, fit)
+	}
+	if filterOff && batch%world != 0 {
+		v.warnf("trainer.n_gpus_per_node", "train batch %d (= %d groups x %d) is not divisible by the %d GPUs; rows are padded to a multiple of lcm(env_groups, ppo_mini_batch_size, n_gpus_per_node)",
+			batch, groups, size, world)
+	}
+}
+
+// filterRatio is the fraction of groups the rollout filter keeps at most (RAGEN train.py).
+func (v *validator) filterRatio() float64 {
+	strategy, _ := v.raw("actor_rollout_ref.rollout.rollout_filter_strategy")
+	value := 1.0
+	if x, ok := v.raw("actor_rollout_ref.rollout.rollout_filter_value"); ok {
+		switch n := x.(type) {
+		case int:
+			value = float64(n)
+		case float64:
+			value = n
+		}
+	} else if x, ok := v.raw("actor_rollout_ref.rollout.rollout_filter_ratio"); ok { // legacy alias
+		switch n := x.(type) {
+		case int:
+			value = float64(n)
+		case float64:
+			value = n
+		}
+	} else {
+		value = 0.25 // code default when the key is missing
+	}
+	switch strategy {
+	case "top_p", "top_k", nil:
+		return value
+	case "top_k_abs":
+		if g, ok := v.raw("es_manager.train.env_groups"); ok {
+			if n, ok := g.(int); ok && n > 0 {
+				return value / float64(n)
+			}
+		}
+	}
+	return 1.0
+}
+
+// startupAsserts mirrors the remaining assertions of RAGEN's train.py.
+func (v *validator) startupAsserts() {
+	// 2. enable_response_mask needs a Qwen or Llama-3 tokenizer.
+	if on, ok := v.boolAt("enable_response_mask"); ok && on {
+		if mp, ok := v.strAt("model_path", false); ok {
+			l := strings.ToLower(mp)
+			if !strings.Contains(l, "qwen") && !strings.Contains(l, "llama-3") {
+				v.errf("enable_response_mask", "needs a Qwen or Llama-3 model (model_path=%q); set enable_response_mask=False for other models", mp)
+			}
+		}
+	}
+	// 3. CUDA_VISIBLE_DEVICES entries == n_gpus_per_node.
+	if x, ok := v.raw("system.CUDA_VISIBLE_DEVICES"); ok && x != nil {
+		var devs string
+		switch d := x.(type) {
+		case string:
+			devs = d
+		case int:
+			devs = strconv.Itoa(d)
+		default:
+			v.errf("system.CUDA_VISIBLE_DEVICES", "want a comma-separated string of device ids, found %s", describe(x))
+		}
+		if devs != "" {
+			n := len(strings.Split(devs, ","))
+			if g, ok := v.intAt("trainer.n_gpus_per_node", false, false); ok && g != n {
+				v.errf("system.CUDA_VISIBLE_DEVICES", "lists %d device(s) (%q) but trainer.n_gpus_per_node=%d; they must agree", n, devs, g)
+			}
+		}
+	}
+	// 4. Filter capacity: env_groups x group_size x ratio (x max_turn) >= ppo_mini_batch_size.
+	groups, okG := v.intAt("es_manager.train.env_groups", false, false)
+	size, okS := v.intAt("es_manager.train.group_size", false, false)
+	mini, okM := v.intAt("actor_rollout_ref.actor.ppo_mini_batch_size", false, false)
+	if okG && okS && okM && groups > 0 && size > 0 {
+		ratio := v.filterRatio()
+		rows := float64(groups*size) * ratio
+		expr := fmt.Sprintf("%d groups x %d x filter ratio %g", groups, size, ratio)
+		if mode, _ := v.raw("agent_proxy.context_window_mode"); mode == "single_turn" || mode == "limited_multi_turn" {
+			if mt, ok := v.intAt("agent_proxy.max_turn", false, false); ok {
+				rows *= float64(mt)
+				expr += fmt.Sprintf(" x max_turn %d", mt)
+			}
+		}
+		if rows < float64(mini) {
+			v.errf("actor_rollout_ref.actor.ppo_mini_batch_size", "%d exceeds the rows the filter can keep: %s = %g; lower ppo_mini_batch_size to at most %d or keep more groups",
+				mini, expr, rows, int(math.Floor(rows)))
+		}
+	}
+	// 5. bi_level_gae needs gae and no turn scores.
+	if on, ok := v.boolAt("algorithm.bi_level_gae"); ok && on {
+		if est, _ := v.raw("algorithm.adv_estimator"); est != "gae" {
+			v.errf("algorithm.bi_level_gae", "requires algorithm.adv_estimator=gae (found %v)", est)
+		}
+		if ts, _ := v.raw("agent_proxy.use_turn_scores"); ts == true {
+			v.errf("algorithm.bi_level_gae", "requires agent_proxy.use_turn_scores=False")
+		}
+	}
+	if kl, _ := v.raw("actor_rollout_ref.actor.use_kl_loss"); kl == true {
+		if ref, _ := v.raw("actor_rollout_ref.actor.use_ref"); ref == false {
+			v.warnf("actor_rollout_ref.actor.use_kl_loss", "is forced off because actor_rollout_ref.actor.use_ref=False (no reference model)")
+		}
+	}
+}
+
+// envManagers checks es_manager.{train,val}: tags/n_groups lengths and sums, known tags.
+func (v *validator) envManagers() {
+	var tagNames []string
+	reg, hasReg := v.raw("custom_envs")
+	regMap, _ := reg.(*Map)
+	if hasReg && regMap != nil {
+		tagNames = regMap.Keys()
+	}
+	for _, mode := range []string{"train", "val"} {
+		p := "es_manager." + mode
+		groups, okG := v.intAt(p+".env_groups", true, false)
+		if okG && groups < 1 {
+			v.errf(p+".env_groups", "must be >= 1, got %d", groups)
+			okG = false
+		}
+		if size, ok := v.intAt(p+".group_size", true, false); ok && size < 1 {
+			v.errf(p+".group_size", "must be >= 1, got %d", size)
+		}
+		tags, okT := v.listAt(p+".env_configs.tags", "string")
+		ng, okN := v.listAt(p+".env_configs.n_groups", "int")
+		if !okT || !okN {
+			continue
+		}
+		if len(tags) != len(ng) {
+			v.errf(p+".env_configs.n_groups", "has %d entries but tags has %d (%s); give one group count per tag", len(ng), len(tags), flowString(tags))
+			continue
+		}
+		sum := 0
+		for i, n := range ng {
+			if n.(int) < 0 {
+				v.errf(fmt.Sprintf("%s.env_configs.n_groups[%d]", p, i), "must be >= 0, got %d", n.(int))
+			}
+			sum += n.(int)
+		}
+		if okG && sum != groups {
+			v.errf(p+".env_configs.n_groups", "%s sums to %d but env_groups=%d; make them agree (set env_groups=%d or change n_groups)", flowString(ng), sum, groups, sum)
+		}
+		if regMap == nil {
+			continue
+		}
+		for _, tg := range tags {
+			tag := tg.(string)
+			entry, ok := regMap.Get(tag)
+			if !ok {
+				v.errf(p+".env_configs.tags", "unknown env tag %q%s (tags are the keys of custom_envs)", tag, didYouMean(tag, tagNames))
+				continue
+			}
+			em, ok := entry.(*Map)
+			if !ok {
+				v.errf("custom_envs."+tag, "want a map, found %s", describe(entry))
+				continue
+			}
+			v.envEntry(tag, em)
+		}
+	}
+}
+
+func (v *validator) envEntry(tag string, em *Map) {
+	key := "custom_envs." + tag
+	et, ok := em.Get("env_type")
+	if !ok {
+		v.errf(key+".env_type", "missing (required)")
+	} else if s, isStr := et.(string); !isStr {
+		v.errf(key+".env_type", "want a string, found %s", describe(et))
+	} else if !contains(validEnvTypes, s) {
+		v.errf(key+".env_type", "unknown env type %q%s; registered: %s", s, didYouMean(s, validEnvTypes), strings.Join(validEnvTypes, ", "))
+	}
+	if m, ok := em.Get("max_actions_per_traj"); !ok {
+		v.errf(key+".max_actions_per_traj", "missing (required)")
+	} else if n, isInt := m.(int); !isInt || n < 1 {
+		v.errf(key+".max_actions_per_traj", "want an integer >= 1, found %s", describe(m))
+	}
+	if cfg, ok := em.Get("env_config"); ok && cfg != nil {
+		cm, isMap := cfg.(*Map)
+		if !isMap {
+			v.errf(key+".env_config", "want a map or null, found %s", describe(cfg))
+			return
+		}
+		if of, ok := cm.Get("observation_format"); ok && et == "sokoban" {
+			if s, _ := of.(string); !contains(validObservations, s) {
+				v.errf(key+".env_config.observation_format", "unknown value %s; valid: %s", flowString(of), strings.Join(validObservations, ", "))
+			}
+		}
+		if sr, ok := cm.Get("success_rate"); ok {
+			if f, isNum := toFloat(sr); !isNum || f < 0 || f > 1 {
+				v.errf(key+".env_config.success_rate", "must be a probability in [0, 1], got %s", flowString(sr))
+			}
+		}
+	}
+}
+
+// listAt reads a list whose elements must all have the given type name.
+func (v *validator) listAt(key, elem string) ([]any, bool) {
+	x, ok := v.raw(key)
+	if !ok {
+		v.errf(key, "missing (required)")
+		return nil, false
+	}
+	l, isList := x.([]any)
+	if !isList {
+		v.errf(key, "want a list of %ss, found %s", elem, describe(x))
+		return nil, false
+	}
+	for i, e := range l {
+		if typeName(e) != elem {
+			v.errf(fmt.Sprintf("%s[%d]", key, i), "want a %s, found %s", elem, describe(e))
+			return nil, false
+		}
+	}
+	return l, true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func toFloat(x any) (float64, bool) {
+	switch n := x.(type) {
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+// names checks every enumerated setting against upstream's valid names.
+func (v *validator) names() {
+	if est, ok := v.strAt("algorithm.adv_estimator", false); ok {
+		switch {
+		case est == "remax":
+			v.errf("algorithm.adv_estimator", "remax is not supported (upstream's trainer exits: \"not tested\"); valid: %s", strings.Join(validEstimators, ", "))
+		case !contains(validEstimators, est):
+			v.errf("algorithm.adv_estimator", "unknown estimator %q%s; valid: %s", est, didYouMean(est, validEstimators), strings.Join(validEstimators, ", "))
+		}
+	}
+	v.oneOf("actor_rollout_ref.actor.loss_agg_mode", validLossAgg, nil)
+	if v.criticEnabled() {
+		v.oneOf("critic.loss_agg_mode", validLossAgg, nil)
+	}
+	klName := func(key string) {
+		s, ok := v.strAt(key, false)
+		if !ok {
+			return
+		}
+		base := strings.TrimSuffix(s, "+")
+		if !contains(validKL, base) {
+			hint := didYouMean(base, validKL)
+			if strings.Contains(base, "-") && contains(validKL, strings.ReplaceAll(base, "-", "_")) {
+				hint = " (did you mean " + strings.ReplaceAll(s, "-", "_") + "?)"
+			}
+			v.errf(key, "unknown KL type %q%s; valid: %s (each also with a + suffix: straight-through k2 gradient)", s, hint, strings.Join(validKL, ", "))
+		}
+	}
+	// Upstream only reads these when the feature is on (scripts pass low-var-kl harmlessly).
+	if on, _ := v.raw("actor_rollout_ref.actor.use_kl_loss"); on == true {
+		klName("actor_rollout_ref.actor.kl_loss_type")
+	}
+	if on, _ := v.raw("algorithm.use_kl_in_reward"); on == true {
+		klName("algorithm.kl_penalty")
+		v.oneOf("algorithm.kl_ctrl.type", validKLCtrl, nil)
+	}
+	strategy, _ := v.oneOf("actor_rollout_ref.rollout.rollout_filter_strategy", validStrategies, nil)
+	v.oneOf("actor_rollout_ref.rollout.rollout_filter_type", validFilterTypes, nil)
+	if strategy == "top_p" {
+		v.oneOf("actor_rollout_ref.rollout.rollout_filter_top_p_prob_mode", validTopPModes, nil)
+	}
+	if x, ok := v.raw("actor_rollout_ref.rollout.rollout_filter_metric"); ok && x != nil {
+		v.oneOf("actor_rollout_ref.rollout.rollout_filter_metric", validMetrics, strings.ToLower)
+	}
+	v.oneOf("actor_rollout_ref.rollout.gradient_analysis_bucket_mode", validBucketModes, nil)
+	v.oneOf("actor_rollout_ref.actor.filter_loss_scaling", validLossScaling, nil)
+	v.oneOf("agent_proxy.context_window_mode", validWindowModes, nil)
+	v.oneOf("agent_proxy.batch_adjust_mode", validAdjustModes, nil)
+	v.oneOf("agent_proxy.reward_normalization.grouping", validGroupings, nil)
+	v.oneOf("agent_proxy.reward_normalization.method", validNormMethods, nil)
+	v.oneOf("trainer.resume_mode", validResumeModes, nil)
+	if x, ok := v.raw("trainer.logger"); ok && x != nil {
+		switch l := x.(type) {
+		case string:
+			if !contains(validLoggers, l) {
+				v.errf("trainer.logger", "unknown logger %q; valid: %s", l, strings.Join(validLoggers, ", "))
+			}
+		case []any:
+			for i, e := range l {
+				if s, ok := e.(string); !ok || !contains(validLoggers, s) {
+					v.errf(fmt.Sprintf("trainer.logger[%d]", i), "unknown logger %s; valid: %s", flowString(e), strings.Join(validLoggers, ", "))
+				}
+			}
+		default:
+			v.errf("trainer.logger", "want a list of logger names, found %s", describe(x))
+		}
+	}
+	if x, ok := v.raw("collapse_detection.num_samples"); ok {
+		switch n := x.(type) {
+		case int:
+			if n <= 0 {
+				v.errf("collapse_detection.num_samples", "must be a positive integer or \"all\", got %d", n)
+			}
+		case string:
+			if strings.ToLower(n) != "all" {
+				v.errf("collapse_detection.num_samples", "must be a positive integer or \"all\", got %q", n)
+			}
+		default:
+			v.errf("collapse_detection.num_samples", "must be a positive integer or \"all\", found %s", describe(x))
+		}
+	}
+}
+
+type rangeCheck struct {
+	key      string
+	lo, hi   float64
+	loOpen   bool // lo excluded
+	hiOpen   bool
+	nullable bool
+	cond     func(*validator) bool
+}
+
+func (v *validator) ranges() {
+	inf := math.Inf(1)
+	critic := func(v *validator) bool { return v.criticEnabled() }
+	filterOn := func(strategies ...string) func(*validator) bool {
+		return func(v *validator) bool {
+			s, _ := v.raw("actor_rollout_ref.rollout.rollout_filter_strategy")
+			return contains(strategies, fmt.Sprint(s))
+		}
+	}
+	adaptive := func(v *validator) bool {
+		on, _ := v.raw("algorithm.use_kl_in_reward")
+		tp, _ := v.raw("algorithm.kl_ctrl.type")
+		return on == true && tp == "adaptive"
+	}
+	checks := []rangeCheck{
+		{key: "actor_rollout_ref.rollout.temperature", lo: 0, hi: inf, loOpen: true},
+		{key: "actor_rollout_ref.rollout.val_kwargs.temperature", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.rollout.top_p", lo: 0, hi: 1, loOpen: true},
+		{key: "actor_rollout_ref.rollout.val_kwargs.top_p", lo: 0, hi: 1, loOpen: true},
+		{key: "actor_rollout_ref.rollout.top_k", lo: -1, hi: inf},
+		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", lo: -1, hi: inf},
+		{key: "actor_rollout_ref.rollout.gpu_memory_utilization", lo: 0, hi: 1, loOpen: true},
+		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, cond: filterOn("min_p")},
+		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", lo: 1, hi: inf},
+		{key: "actor_rollout_ref.rollout.response_length", lo: 1, hi: inf},
+		{key: "actor_rollout_ref.rollout.max_model_len", lo: 1, hi: inf, nullable: true},
+		{key: "actor_rollout_ref.rollout.tensor_model_parallel_size", lo: 1, hi: inf},
+		{key: "actor_rollout_ref.actor.optim.lr", lo: 0, hi: inf, loOpen: true},
+		{key: "actor_rollout_ref.actor.optim.weight_decay", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", lo: 0, hi: 1},
+		{key: "actor_rollout_ref.actor.grad_clip", lo: 0, hi: inf, loOpen: true},
+		{key: "actor_rollout_ref.actor.clip_ratio", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.actor.clip_ratio_low", lo: 0, hi: inf, nullable: true},
+		{key: "actor_rollout_ref.actor.clip_ratio_high", lo: 0, hi: inf, nullable: true},
+		{key: "actor_rollout_ref.actor.clip_ratio_c", lo: 1, hi: inf, loOpen: true},
+		{key: "actor_rollout_ref.actor.kl_loss_coef", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.actor.ppo_epochs", lo: 1, hi: inf},
+		{key: "critic.optim.lr", lo: 0, hi: inf, loOpen: true, cond: critic},
+		{key: "critic.optim.weight_decay", lo: 0, hi: inf, cond: critic},
+		{key: "critic.grad_clip", lo: 0, hi: inf, loOpen: true, cond: critic},
+		{key: "critic.cliprange_value", lo: 0, hi: inf, cond: critic},
+		{key: "algorithm.gamma", lo: 0, hi: 1},
+		{key: "algorithm.lam", lo: 0, hi: 1},
+		{key: "algorithm.high_level_gamma", lo: 0, hi: 1},
+		{key: "algorithm.kl_ctrl.kl_coef", lo: 0, hi: inf},
+		{key: "algorithm.kl_ctrl.target_kl", lo: 0, hi: inf, loOpen: true, cond: adaptive},
+		{key: "algorithm.kl_ctrl.horizon", lo: 0, hi: inf, loOpen: true, cond: adaptive},
+		{key: "agent_proxy.max_turn", lo: 1, hi: inf},
+		{key: "agent_proxy.max_actions_per_turn", lo: 1, hi: inf},
+		{key: "collapse_detection.compute_freq", lo: 1, hi: inf},
+		{key: "collapse_detection.micro_batch_size", lo: 1, hi: inf},
+		{key: "trainer.total_training_steps", lo: 1, hi: inf},
+		{key: "trainer.validation_steps", lo: 1, hi: inf},
+		{key: "trainer.critic_warmup", lo: 0, hi: inf},
+		{key: "lora.rank", lo: 0, hi: inf},
+	}
+	for _, c := range checks {
+		if c.cond != nil && !c.cond(v) {
+			continue
+		}
+		x, ok := v.raw(c.key)
+		if !ok || (x == nil && c.nullable) {
+			continue
+		}
+		f, isNum := toFloat(x)
+		if !isNum {
+			v.errf(c.key, "want a number, found %s", describe(x))
+			continue
+		}
+		if math.IsNaN(f) || f < c.lo || f > c.hi || (c.loOpen && f == c.lo) || (c.hiOpen && f == c.hi) {
+			v.errf(c.key, "%s is out of range: want %s", flowString(x), rangeText(c))
+		}
+	}
+	// Adam betas in [0, 1).
+	for _, role := range []string{"actor_rollout_ref.actor", "critic"} {
+		if x, ok := v.raw(role + ".optim.betas"); ok && x != nil {
+			l, isList := x.([]any)
+			if !isList || len(l) != 2 {
+				v.errf(role+".optim.betas", "want two numbers [beta1, beta2], found %s", describe(x))
+				continue
+			}
+			for i, e := range l {
+				if f, ok := toFloat(e); !ok || f < 0 || f >= 1 {
+					v.errf(fmt.Sprintf("%s.optim.betas[%d]", role, i), "%s is out of range: want 0 <= beta < 1", flowString(e))
+				}
+			}
+		}
+	}
+	if r, ok := v.intAt("lora.rank", false, false); ok && r > 0 {
+		if a, ok := v.floatAt("lora.alpha", false); ok && a <= 0 {
+			v.errf("lora.alpha", "must be > 0 when lora.rank=%d, got %g", r, a)
+		}
+	}
+	// vLLM tensor parallelism must divide the GPUs.
+	nGPU, nodes := 1, 1
+	if n, ok := v.raw("trainer.n_gpus_per_node"); ok {
+		if i, isInt := n.(int); isInt && i > 0 {
+			nGPU = i
+		}
+	}
+	if n, ok := v.raw("trainer.nnodes"); ok {
+		if i, isInt := n.(int); isInt && i > 0 {
+			nodes = i
+		}
+	}
+	if tp, ok := v.raw("actor_rollout_ref.rollout.tensor_model_parallel_size"); ok {
+		if i, isInt := tp.(int); isInt && i > 0 && (nGPU*nodes)%i != 0 {
+			var fits []string
+			for d := 1; d <= nGPU*nodes; d++ {
+				if (nGPU*nodes)%d == 0 {
+					fits = append(fits, strconv.Itoa(d))
+				}
+			}
+			v.errf("actor_rollout_ref.rollout.tensor_model_parallel_size", "%d does not divide the %d GPU(s) (nnodes %d x n_gpus_per_node %d); fitting: %s", i, nGPU*nodes, nodes, nGPU, strings.Join(fits, ", "))
+		}
+	}
+	// The prompt needs room next to the response.
+	if ml, ok := v.raw("actor_rollout_ref.rollout.max_model_len"); ok {
+		if rl, ok := v.raw("actor_rollout_ref.rollout.response_length"); ok {
+			m, ok1 := ml.(int)
+			r, ok2 := rl.(int)
+			if ok1 && ok2 && m > 0 && r > 0 && m <= r {
+				v.warnf("actor_rollout_ref.rollout.max_model_len", "%d leaves no room for the prompt next to response_length=%d", m, r)
+			}
+		}
+	}
+	if s, ok := v.raw("agent_proxy.action_sep"); ok && s == "" {
+		v.errf("agent_proxy.action_sep", "must not be empty")
+	}
+	sort.SliceStable(v.out, func(i, j int) bool { return v.out[i].Warning != v.out[j].Warning && !v.out[i].Warning })
+}
+
+func rangeText(c rangeCheck) string {
+	lo, hi := "<=", "<="
+	if c.loOpen {
+		lo = "<"
+	}
+	if c.hiOpen {
+		hi = "<"
+	}
+	switch {
+	case math.IsInf(c.hi, 1):
+		if c.loOpen {
+			return fmt.Sprintf("> %g", c.lo)
+		}
+		return fmt.Sprintf(">= %g", c.lo)
+	}
+	return fmt.Sprintf("%g %s x %s %g", c.lo, lo, hi, c.hi)
+}
