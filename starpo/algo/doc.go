@@ -30,6 +30,17 @@
 // (clamps pass the gradient on their closed interval, max/min split it on
 // ties), and a map of metrics under upstream's keys (actor/pg_clipfrac,
 // critic/vf_clipfrac, ...). AggLoss implements the four loss_agg_modes.
+// MiniBatchActorLoss and MiniBatchValueLoss reproduce upstream's split of a
+// mini-batch into micro-batches (aggregation per micro-batch, loss ÷
+// grad_accum), which makes token-mean act as seq-mean-token-mean when the
+// micro-batch size is 1.
+//
+// # Metrics
+//
+// KL-in-reward (ApplyKLPenalty with a fixed or adaptive KLController),
+// PostProcess (train/soft_reweight_*) and DataMetrics (veRL's critic/score,
+// critic/advantages, critic/vf_explained_var, response_length, …) log under
+// upstream's keys; the Metric* constants name them.
 //
 // # Precision
 //

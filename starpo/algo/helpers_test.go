@@ -89,3 +89,19 @@ func reshape(b, tt int, x []float64) [][]float64 {
 	}
 	return out
 }
+
+func TestFminFmaxClamp(t *testing.T) {
+	nan, negZero := math.NaN(), math.Copysign(0, -1)
+	for _, p := range [][2]float64{{1, 2}, {2, 1}, {3, 3}, {nan, 1}, {1, nan}, {negZero, 0}, {0, negZero}, {negZero, negZero}, {math.Inf(-1), 4}} {
+		a, b := p[0], p[1]
+		if got, want := fmax(a, b), math.Max(a, b); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("fmax(%v, %v) = %v, want %v", a, b, got, want)
+		}
+		if got, want := fmin(a, b), math.Min(a, b); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("fmin(%v, %v) = %v, want %v", a, b, got, want)
+		}
+	}
+	if !math.IsNaN(clamp(nan, 0, 1)) || clamp(-2, 0, 1) != 0 || clamp(2, 0, 1) != 1 || clamp(.5, 0, 1) != .5 {
+		t.Error("clamp")
+	}
+}

@@ -120,3 +120,47 @@ func checkFinite(name string, v float64) error {
 	}
 	return nil
 }
+
+// fmax is math.Max without the function-call overhead on the hot path:
+// NaN if either is NaN, +0 for max(−0, +0).
+func fmax(a, b float64) float64 {
+	switch {
+	case a > b:
+		return a
+	case b > a:
+		return b
+	case a == b:
+		if a == 0 {
+			return a + b
+		}
+		return a
+	}
+	return math.NaN()
+}
+
+// fmin is math.Min likewise: NaN if either is NaN, −0 for min(−0, +0).
+func fmin(a, b float64) float64 {
+	switch {
+	case a < b:
+		return a
+	case b < a:
+		return b
+	case a == b:
+		if a == 0 {
+			return -(-a + -b)
+		}
+		return a
+	}
+	return math.NaN()
+}
+
+// clamp is torch.clamp(x, lo, hi): NaN stays NaN.
+func clamp(x, lo, hi float64) float64 {
+	if x < lo {
+		return lo
+	}
+	if x > hi {
+		return hi
+	}
+	return x
+}

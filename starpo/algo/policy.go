@@ -113,38 +113,41 @@ func PolicyLoss(logp, oldLogp, adv, mask Mat, cfg PolicyLossConfig) (float64, Ma
 	n := len(logp.Data)
 	losses := NewMat(logp.B, logp.T)
 	dLdlp := NewMat(logp.B, logp.T) // ∂L_tok/∂lp before aggregation
-	negKL := make([]float64, n)
-	clipped := make([]float64, n)
-	lower := make([]float64, n)
+	// Masked sums for the metrics (masked_mean = Σ where(m≠0, x·m)/(Σm+1e-8)).
+	var mSum, klSum, clipSum, lowerSum float64
 	for k := 0; k < n; k++ {
 		a := adv.Data[k]
 		x := logp.Data[k] - oldLogp.Data[k]
 		xin := x >= -logRatioClamp && x <= logRatioClamp
-		x = math.Max(-logRatioClamp, math.Min(logRatioClamp, x))
-		negKL[k] = -x
+		x = clamp(x, -logRatioClamp, logRatioClamp)
 		rho := math.Exp(x)
 		l1 := -a * rho
-		rc := math.Max(lo, math.Min(hi, rho))
+		rc := clamp(rho, lo, hi)
 		rin := rho >= lo && rho <= hi
 		l2 := -a * rc
-		lc := math.Max(l1, l2)
+		lc := fmax(l1, l2)
 		d1, d2 := tieMax(l1, l2)
 		// ∂Lc/∂ρ
 		dLc := d1 * (-a)
 		if rin {
 			dLc += d2 * (-a)
 		}
-		if l2 > l1 {
-			clipped[k] = 1
+		mk := mask.Data[k]
+		if mk != 0 {
+			mSum += mk
+			klSum -= x * mk
+			if l2 > l1 {
+				clipSum += mk
+			}
 		}
 		l3 := -a * c
 		l, dL := lc, dLc
 		if a < 0 {
-			l = math.Min(l3, lc)
+			l = fmin(l3, lc)
 			_, dc := tieMin(l3, lc)
 			dL = dc * dLc
-			if lc > l3 {
-				lower[k] = 1
+			if lc > l3 && mk != 0 {
+				lowerSum += mk
 			}
 		}
 		losses.Data[k] = l
@@ -165,9 +168,9 @@ func PolicyLoss(logp, oldLogp, adv, mask Mat, cfg PolicyLossConfig) (float64, Ma
 	}
 	metrics := map[string]float64{
 		MetricPGLoss:          loss,
-		MetricPGClipFrac:      MaskedMean(clipped, mask.Data),
-		MetricPPOKL:           MaskedMean(negKL, mask.Data),
-		MetricPGClipFracLower: MaskedMean(lower, mask.Data),
+		MetricPGClipFrac:      clipSum / (mSum + maskEps),
+		MetricPPOKL:           klSum / (mSum + maskEps),
+		MetricPGClipFracLower: lowerSum / (mSum + maskEps),
 	}
 	return loss, dLdlp, metrics, nil
 }

@@ -201,3 +201,28 @@ func TestPolicyLossTieGradient(t *testing.T) {
 	}
 	assertClose(t, "tie grad", g.Data[0], 1, 1e-7)
 }
+
+func TestPolicyLossAllMasked(t *testing.T) {
+	// Every token masked out: every mode gives loss 0, zero gradients and
+	// zero metrics (the 1e-8 guards), never NaN.
+	lp, old, adv, _, _, _ := randMats(9, 2, 3)
+	for _, mode := range LossAggModes() {
+		cfg := DefaultPolicyLossConfig()
+		cfg.LossAggMode = mode
+		loss, g, metrics, err := PolicyLoss(lp, old, adv, NewMat(2, 3), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, mode+" loss", loss, 0, 0)
+		for k, v := range g.Data {
+			if v != 0 || math.Signbit(v) {
+				t.Errorf("%s grad[%d] = %v", mode, k, v)
+			}
+		}
+		for k, v := range metrics {
+			if v != 0 {
+				t.Errorf("%s %s = %v", mode, k, v)
+			}
+		}
+	}
+}
