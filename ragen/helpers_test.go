@@ -3,6 +3,7 @@ package ragen
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,3 +143,5 @@ func testConfig(groupSize int, tags []string, nGroups []int) Config {
 	c.ESManager.Train, c.ESManager.Val = set, set
 	return c
 }
+
+type stringsBuilder struct{ strings.Builder }
