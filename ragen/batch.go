@@ -37,6 +37,9 @@ type Batch struct {
 	EpisodeScores []float32
 	// Metrics are the batch metrics of spec §3.9.
 	Metrics map[string]float64
+	// Collapse holds the collapse-diagnostics data when the rollout asked
+	// for it (full mode only); nil otherwise.
+	Collapse *CollapseData
 }
 
 // Len is the number of rows.

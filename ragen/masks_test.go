@@ -151,6 +151,8 @@ func TestRowMasks(t *testing.T) {
 		legacy, turnScores    bool
 		respMaskOff, lastOnly bool
 		mode                  string
+		dropped               int
+		turns                 []Reward
 		resp, loss            []int
 		scores                map[int]float32
 	}{
@@ -162,6 +164,9 @@ func TestRowMasks(t *testing.T) {
 		{name: "sane turn scores", turnScores: true, resp: []int{16, 17, 28, 29}, loss: []int{16, 17, 28, 29}, scores: map[int]float32{17: 0.5, 29: 2}},
 		// enable_response_mask=false: every target after the system turn:
 		// tokens 6..29 → columns 7..30.
+		// Truncation removed turn 0 of three: its reward joins the first kept
+		// turn (0.5 + 2 on column 17), the last turn's 3 on column 29.
+		{name: "sane turn scores after truncation", turnScores: true, dropped: 1, turns: []Reward{{Value: 0.5}, {Value: 2}, {Value: 3}}, resp: []int{16, 17, 28, 29}, loss: []int{16, 17, 28, 29}, scores: map[int]float32{17: 2.5, 29: 3}},
 		{name: "sane no response mask", respMaskOff: true, resp: []int{16, 17, 28, 29}, loss: rng(7, 30), scores: map[int]float32{29: 7}},
 		// Turn-level modes: only the last assistant turn.
 		{name: "sane last only", lastOnly: true, mode: ModeLimitedMultiTurn, resp: []int{28, 29}, loss: []int{28, 29}, scores: map[int]float32{29: 7}},
@@ -192,7 +197,11 @@ func TestRowMasks(t *testing.T) {
 			cm := &ContextManager{cfg: cfg, tok: tok}
 			mt, err := cm.modelTokens()
 			require.NoError(t, err)
-			resp, loss, sc := cm.rowMasks(mt, r, pad, sample{turns: turns, lastOnly: tc.lastOnly}, 7)
+			tt := turns
+			if tc.turns != nil {
+				tt = tc.turns
+			}
+			resp, loss, sc := cm.rowMasks(mt, r, pad, sample{turns: tt, dropped: tc.dropped, lastOnly: tc.lastOnly}, 7)
 			require.Len(t, resp, 31)
 			assert.Equal(t, tc.resp, cols(resp), "response mask")
 			assert.Equal(t, tc.loss, cols(loss), "loss mask")

@@ -91,14 +91,23 @@ func (c Config) Sampling(mode env.Mode) SamplingParams {
 	return SamplingParams{DoSample: true, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MaxNewTokens: r.ResponseLength}
 }
 
+// RolloutOptions tune one rollout.
+type RolloutOptions struct {
+	Seed *int64 // explicit base seed; nil = the manager's schedule
+	// Collapse requests the collapse-diagnostics data (meta.compute_collapse);
+	// ignored outside context_window_mode full.
+	Collapse bool
+}
+
 // Rollout runs one rollout of the mode's envs with the manager's seed
 // schedule and returns the batch.
 func (a *AgentProxy) Rollout(ctx context.Context, mode env.Mode) (*Batch, error) {
-	return a.RolloutSeed(ctx, mode, nil)
+	return a.RolloutWith(ctx, mode, RolloutOptions{})
 }
 
-// RolloutSeed is Rollout with an explicit base seed (nil = schedule).
-func (a *AgentProxy) RolloutSeed(ctx context.Context, mode env.Mode, seed *int64) (*Batch, error) {
+// RolloutWith is Rollout with options.
+func (a *AgentProxy) RolloutWith(ctx context.Context, mode env.Mode, opt RolloutOptions) (*Batch, error) {
+	seed := opt.Seed
 	s := a.sets[mode]
 	if s == nil {
 		return nil, fmt.Errorf("ragen: rollout: no env manager for mode %q", mode)
@@ -119,7 +128,17 @@ func (a *AgentProxy) RolloutSeed(ctx context.Context, mode env.Mode, seed *int64
 	} else if err := a.pipelined(ctx, s, outs, parts, sp); err != nil {
 		return nil, err
 	}
-	return s.cm.BuildBatch(s.es.GetRolloutStates())
+	states := s.es.GetRolloutStates()
+	b, err := s.cm.BuildBatch(states)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Collapse && a.cfg.AgentProxy.ContextWindowMode == ModeFull {
+		if b.Collapse, err = s.cm.Collapse(states); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // pipelined splits the envs into parts that run their turn loops

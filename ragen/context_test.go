@@ -1,0 +1,115 @@
+package ragen
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ragen/env"
+	"ragen/llm/tokenizer"
+)
+
+func newCM(t *testing.T, cfg Config) *ContextManager {
+	t.Helper()
+	cm, err := NewContextManager(cfg, env.ModeTrain, tokenizer.NewByte(), &testProvider{})
+	require.NoError(t, err)
+	return cm
+}
+
+// Port of upstream tests/llm_agent/test_context_window.py as HEAD behaves:
+// max_context_window=2 with the mode unset (full) keeps every turn; the
+// windowed behaviour belongs to limited_multi_turn.
+func TestContextWindowFullKeepsAllTurns(t *testing.T) {
+	cfg := testConfig(1, []string{"Line"}, []int{1})
+	cfg.AgentProxy.MaxContextWindow = 2
+	m, _ := goldenHistory(t, cfg)
+	b, err := newCM(t, cfg).BuildBatch(m.GetRolloutStates())
+	require.NoError(t, err)
+	require.Len(t, b.Messages, 1)
+	all := renderMessages(b.Messages[0])
+	for _, s := range []string{"Turn 1:", "Turn 2:", "Turn 3:"} {
+		assert.Contains(t, all, s)
+	}
+	assert.NotContains(t, all, "Turn 4:") // trailing state-only entry dropped
+
+	cfg.AgentProxy.ContextWindowMode = ModeLimitedMultiTurn
+	b, err = newCM(t, cfg).BuildBatch(m.GetRolloutStates())
+	require.NoError(t, err)
+	require.Len(t, b.Messages, 3) // one sample per turn
+	last := renderMessages(b.Messages[2])
+	assert.NotContains(t, last, "Turn 1:")
+	assert.Contains(t, last, "Turn 2:")
+	assert.Contains(t, last, "Turn 3:")
+	assert.Equal(t, []int{0, 0, 0}, b.EpisodeIDs)
+}
+
+// Upstream ctx_manager self-check: full mode gives fewer samples than
+// single_turn; every turn-level sample carries the episode score.
+func TestSampleCounts(t *testing.T) {
+	cfg := testConfig(1, []string{"Line"}, []int{1})
+	m, _ := goldenHistory(t, cfg)
+	st := m.GetRolloutStates()
+	full, err := newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	cfg.AgentProxy.ContextWindowMode = ModeSingleTurn
+	single, err := newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	assert.Equal(t, 1, full.Len())
+	assert.Equal(t, 3, single.Len())
+	// Episode score: rewards 0+0+0, one format penalty (turn 2) = −0.1.
+	for i := range single.Len() {
+		var s float32
+		for _, v := range single.RMScores[i] {
+			s += v
+		}
+		assert.InDelta(t, -0.1, s, 1e-7)
+	}
+}
+
+func TestTruncation(t *testing.T) {
+	cfg := testConfig(1, []string{"Line"}, []int{1})
+	m, _ := goldenHistory(t, cfg)
+	st := m.GetRolloutStates()
+	hist := trainingHistory(st[0].History)
+	cm := newCM(t, cfg)
+	full := cm.multiTurn("Line", hist, 0, false, false).msgs
+	require.Len(t, full, 7) // sys, u1, a1, u2, a2, u3, a3
+	// Limit = the length of [sys, a2, u3, a3]: what upstream's first
+	// triple drop leaves.
+	n, err := cm.countTokens([]tokenizer.Message{full[0], full[4], full[5], full[6]}, false)
+	require.NoError(t, err)
+
+	cfg.Rollout.MaxModelLen = n
+	cfg.Compat.Truncation = true
+	b, err := newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	roles := func(ms []tokenizer.Message) string {
+		var r []string
+		for _, m := range ms {
+			r = append(r, m.Role)
+		}
+		return strings.Join(r, ",")
+	}
+	// Upstream: [u1, a1, u2(Reward+Turn 2)] dropped: turn 2's state is
+	// lost and the list continues with an assistant message.
+	assert.Equal(t, "system,assistant,user,assistant", roles(b.Messages[0]))
+
+	cfg.Compat.Truncation = false
+	b, err = newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	ms := b.Messages[0]
+	// Sane: pairs dropped, reward lines moved out, parity kept. Dropping
+	// turn 1 leaves [sys, u2', a2, u3, a3], still too long, so turn 2 goes
+	// too.
+	assert.Equal(t, "system,user,assistant", roles(ms))
+	assert.True(t, strings.HasPrefix(ms[1].Content, "\nTurn 3:\n"), "%q", ms[1].Content)
+	assert.Equal(t, full[0], ms[0]) // the system prompt survives
+
+	// Fits → untouched.
+	cfg.Rollout.MaxModelLen = 1 << 20
+	b, err = newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	assert.Equal(t, full, b.Messages[0])
+}
