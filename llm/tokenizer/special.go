@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // literalMatcher finds added tokens literally in text, preferring the longest
@@ -14,17 +16,28 @@ type literalMatcher struct {
 }
 
 type matchTok struct {
-	content string
-	id      int
+	content    string
+	id         int
+	lstrip     bool // absorb whitespace on the left
+	rstrip     bool // absorb whitespace on the right
+	singleWord bool // match only when not inside a word
 }
 
 func newLiteralMatcher(toks map[string]int) *literalMatcher {
-	m := &literalMatcher{byFirst: map[byte][]matchTok{}}
+	l := make([]matchTok, 0, len(toks))
 	for c, id := range toks {
-		if c == "" {
+		l = append(l, matchTok{content: c, id: id})
+	}
+	return newLiteralMatcherTokens(l)
+}
+
+func newLiteralMatcherTokens(toks []matchTok) *literalMatcher {
+	m := &literalMatcher{byFirst: map[byte][]matchTok{}}
+	for _, t := range toks {
+		if t.content == "" {
 			continue
 		}
-		m.byFirst[c[0]] = append(m.byFirst[c[0]], matchTok{c, id})
+		m.byFirst[t.content[0]] = append(m.byFirst[t.content[0]], t)
 	}
 	for _, l := range m.byFirst {
 		sort.Slice(l, func(i, j int) bool {
@@ -40,12 +53,22 @@ func newLiteralMatcher(toks map[string]int) *literalMatcher {
 // at reports the token that starts at text[i:], if any.
 func (m *literalMatcher) at(text string, i int) (matchTok, bool) {
 	for _, t := range m.byFirst[text[i]] {
-		if strings.HasPrefix(text[i:], t.content) {
-			return t, true
+		if !strings.HasPrefix(text[i:], t.content) {
+			continue
 		}
+		if t.singleWord {
+			before, _ := utf8.DecodeLastRuneInString(text[:i])
+			after, _ := utf8.DecodeRuneInString(text[i+len(t.content):])
+			if (i > 0 && isWordChar(before)) || (i+len(t.content) < len(text) && isWordChar(after)) {
+				continue
+			}
+		}
+		return t, true
 	}
 	return matchTok{}, false
 }
+
+func isWordChar(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // segment is a piece of text: either a matched added token (id ≥ 0) or plain
 // text to be tokenized by the model (id == -1).
@@ -64,11 +87,30 @@ func (m *literalMatcher) split(text string) []segment {
 	for i := 0; i < len(text); {
 		if _, ok := m.byFirst[text[i]]; ok {
 			if t, ok := m.at(text, i); ok {
-				if start < i {
-					out = append(out, segment{text[start:i], -1})
+				lo, hi := i, i+len(t.content)
+				if t.lstrip {
+					for lo > start {
+						r, n := utf8.DecodeLastRuneInString(text[start:lo])
+						if !unicode.IsSpace(r) {
+							break
+						}
+						lo -= n
+					}
+				}
+				if t.rstrip {
+					for hi < len(text) {
+						r, n := utf8.DecodeRuneInString(text[hi:])
+						if !unicode.IsSpace(r) {
+							break
+						}
+						hi += n
+					}
+				}
+				if start < lo {
+					out = append(out, segment{text[start:lo], -1})
 				}
 				out = append(out, segment{t.content, t.id})
-				i += len(t.content)
+				i = hi
 				start = i
 				continue
 			}
