@@ -11,11 +11,8 @@ import (
 	"testing/fstest"
 )
 
-// shipped returns the search path used by tests of the shipped configs: the embedded
-// files, then a test registry used only if config/envs.yaml is not (yet) embedded.
-func shipped() Option {
-	return WithFS(Embedded(), os.DirFS("testdata/fallback"))
-}
+// shipped returns the search path of the shipped configs (the embedded files).
+func shipped() Option { return WithFS(Embedded()) }
 
 func mapFS(files map[string]string) fs.FS {
 	m := fstest.MapFS{}
@@ -716,7 +713,7 @@ func TestWithConfigPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The user directory is searched first; base (and envs) come from the shipped files.
-	tr, err := Load("mine", nil, WithFS(Embedded(), os.DirFS("testdata/fallback")), WithConfigPath(dir))
+	tr, err := Load("mine", nil, WithConfigPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

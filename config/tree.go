@@ -348,7 +348,11 @@ func checkFields(path string, v any, typ reflect.Type, depth int) []error {
 					if s := nearestKey(k, names); s != "" {
 						hint = " (did you mean " + joinKey(path, s) + "?)"
 					}
-					errs = append(errs, fmt.Errorf("config: %s: unknown key for %s%s", p, typ, hint))
+					tn := typ.String()
+					if typ.Name() == "" {
+						tn = "anonymous struct"
+					}
+					errs = append(errs, fmt.Errorf("config: %s: unknown key for %s%s", p, tn, hint))
 					continue
 				}
 				errs = append(errs, checkFields(p, x.vals[k], ft, depth+1)...)

@@ -219,12 +219,12 @@ func nearestMultiples(x, step int) string {
 	return fmt.Sprintf("%d or %d", lo, hi)
 }
 
-// nearestDivisors lists the divisors of n that are multiples of step, nearest to x
-// (one below, one above when they exist).
-func nearestDivisors(n, x, step int) string {
+// nearestFitting lists the values m nearest to x (one below, one above when they exist)
+// for which fits(m) holds, searching 1..limit.
+func nearestFitting(x, limit int, fits func(int) bool) string {
 	var below, above int
-	for d := 1; d <= n; d++ {
-		if n%d != 0 || d%step != 0 {
+	for d := 1; d <= limit; d++ {
+		if !fits(d) {
 			continue
 		}
 		if d < x {
@@ -241,7 +241,7 @@ func nearestDivisors(n, x, step int) string {
 	case above > 0:
 		return strconv.Itoa(above)
 	}
-	return ""
+	return "none"
 }
 
 func gcd(a, b int) int {
@@ -346,7 +346,11 @@ func (v *validator) batchSizes() {
 			effect = fmt.Sprintf("batch_adjust_mode=delete drops %d rows every step (to %d)", batch-batch/step*step, batch/step*step)
 		}
 		micro, _ := v.intAt("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", false, true)
-		fit := nearestDivisors(batch, mini, max(1, micro)*nGPU)
+		// A mini batch fits when the batch needs no adjustment (batch is a multiple of
+		// lcm(env_groups, mini, n_gpus)) and RAGEN's micro x n_gpus divisibility holds.
+		fit := nearestFitting(mini, batch, func(m int) bool {
+			return batch%lcm(lcm(groups, m), nGPU) == 0 && m%(max(1, micro)*nGPU) == 0
+		})
 		v.warnf("actor_rollout_ref.actor.ppo_mini_batch_size", "ppo_mini_batch_size=%d does not divide train batch %d (= %d groups x %d); %s; nearest fitting: %s",
 			mini, batch, groups, size, effect, fit)
 	}

@@ -29,6 +29,9 @@ func (m *Map) Len() int { return len(m.keys) }
 // Keys returns the keys in insertion order.
 func (m *Map) Keys() []string { return append([]string(nil), m.keys...) }
 
+// String renders the map in YAML flow style.
+func (m *Map) String() string { return flowString(m) }
+
 // Get returns the value stored under k.
 func (m *Map) Get(k string) (any, bool) {
 	v, ok := m.vals[k]
