@@ -1,6 +1,7 @@
 package ragen
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -93,4 +94,29 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// FuzzWritePyString: the escaped string is valid JSON that decodes back to
+// the input (for valid UTF-8) and is pure ASCII, like json.dumps.
+func FuzzWritePyString(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "ü€😀\n\t\x00", "<|im_end|>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		writePyString(&b, s)
+		out := b.String()
+		for i := 0; i < len(out); i++ {
+			if out[i] >= 0x80 {
+				t.Fatalf("non-ASCII byte in %q", out)
+			}
+		}
+		var back string
+		if err := json.Unmarshal([]byte(out), &back); err != nil {
+			t.Fatalf("invalid JSON %q: %v", out, err)
+		}
+		if utf8.ValidString(s) && back != s {
+			t.Fatalf("round trip %q → %q", s, back)
+		}
+	})
 }

@@ -176,12 +176,20 @@ func TestWritePyString(t *testing.T) {
 // loop with a scripted policy that sleeps like a model (2 ms per call +
 // 50 µs per request) and envs that take 200 µs per action.
 func BenchmarkRollout(b *testing.B) {
-	for _, parts := range []int{1, 4} {
-		b.Run(fmt.Sprintf("parts=%d", parts), func(b *testing.B) {
+	for _, bc := range []struct {
+		parts   int
+		latency bool
+	}{{1, true}, {4, true}, {1, false}} {
+		b.Run(fmt.Sprintf("parts=%d/latency=%t", bc.parts, bc.latency), func(b *testing.B) {
 			cfg := testConfig(1, []string{"Line"}, []int{32})
-			cfg.AgentProxy.PipelineParts = parts
-			pol := &ScriptedPolicy{Func: walkScript, Latency: 2 * time.Millisecond, PerRequest: 50 * time.Microsecond}
-			a, err := NewAgentProxy(cfg, tokenizer.NewByte(), &testProvider{stepDelay: 200 * time.Microsecond}, pol)
+			cfg.AgentProxy.PipelineParts = bc.parts
+			pol := &ScriptedPolicy{Func: walkScript}
+			prov := &testProvider{}
+			if bc.latency {
+				pol.Latency, pol.PerRequest = 2*time.Millisecond, 50*time.Microsecond
+				prov.stepDelay = 200 * time.Microsecond
+			}
+			a, err := NewAgentProxy(cfg, tokenizer.NewByte(), prov, pol)
 			if err != nil {
 				b.Fatal(err)
 			}
