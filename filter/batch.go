@@ -471,3 +471,49 @@ func RowMaskedMeans(x, mask [][]float64) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// RewardTable lays out RewardMatrix as the trainer's rollout/reward_table:
+// columns group_0..group_{G−1} and one row per group member (row s holds
+// member s of every group; NaN where a group has fewer members).
+func (r Result) RewardTable() (columns []string, rows [][]float64) {
+	size := 0
+	for g, m := range r.RewardMatrix {
+		columns = append(columns, fmt.Sprintf("group_%d", g))
+		size = max(size, len(m))
+	}
+	for s := range size {
+		row := make([]float64, len(r.RewardMatrix))
+		for g, m := range r.RewardMatrix {
+			row[g] = math.NaN()
+			if s < len(m) {
+				row[g] = m[s]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return columns, rows
+}
+
+// GroupRV is one row of the trainer's rollout/group_rv_table (logged with
+// trainer.log_group_rv_table): a group's reward std at a step and whether
+// the filter kept it.
+type GroupRV struct {
+	Step      int
+	GroupID   int
+	RewardStd float64
+	Selected  bool
+}
+
+// GroupRVRows returns this step's group_rv_table rows, one per group in
+// group order (reward metrics only).
+func (r Result) GroupRVRows(step int) []GroupRV {
+	sel := map[int]bool{}
+	for _, g := range r.SelectedGroups {
+		sel[g] = true
+	}
+	out := make([]GroupRV, len(r.GroupRewardStd))
+	for g, s := range r.GroupRewardStd {
+		out[g] = GroupRV{Step: step, GroupID: r.GroupIDs[g], RewardStd: s, Selected: sel[g]}
+	}
+	return out
+}

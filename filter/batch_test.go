@@ -364,3 +364,33 @@ func TestRowMaskedMeans(t *testing.T) {
 		t.Fatal("want shape error")
 	}
 }
+
+// Tables from §6.4's result: 4 groups of 2 → 2 rows × 4 columns; group
+// 2's std √½ and groups 0 and 2 selected.
+func TestResultTables(t *testing.T) {
+	rows := RowSums([][]float64{{3, 2}, {1, 4}, {2, 1}, {1, 2}, {2, 2}, {1, 2}, {0, 1}, {0, 0}})
+	res, err := Apply(Batch{Rewards: rows, GroupIDs: []int{5, 5, 6, 6, 7, 7, 8, 8}}, cfgWith(StrategyTopK, 0.5, groups(4), func(c *Config) { c.Metric = "reward_sum" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, table := res.RewardTable()
+	if !reflect.DeepEqual(cols, []string{"group_0", "group_1", "group_2", "group_3"}) ||
+		!reflect.DeepEqual(table, [][]float64{{5, 3, 4, 1}, {5, 3, 3, 0}}) {
+		t.Fatalf("%v %v", cols, table)
+	}
+	rv := res.GroupRVRows(7)
+	r := float64(float32(math.Sqrt(0.5)))
+	want := []GroupRV{{7, 5, 0, true}, {7, 6, 0, false}, {7, 7, r, true}, {7, 8, r, false}}
+	if !reflect.DeepEqual(rv, want) {
+		t.Fatalf("%v", rv)
+	}
+	// Ragged groups (group_ids grouping) pad with NaN.
+	res, err = Apply(Batch{Rewards: []float64{1, 2, 3}, GroupIDs: []int{0, 0, 1}}, cfgWith(StrategyTopK, 1, groups(2), func(c *Config) { c.Grouping = GroupByID }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table = res.RewardTable()
+	if len(table) != 2 || table[0][1] != 3 || !math.IsNaN(table[1][1]) {
+		t.Fatalf("%v", table)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -199,28 +199,40 @@ func truncInt(x float64) int {
 }
 
 // sortOrder returns indices ordering v descending (or ascending), NaN
-// treated as larger than every number (torch.sort/topk), ties by lower index.
+// treated as larger than every number (torch.sort/topk), ties by lower
+// index. The index tie-break makes the order total, so an unstable
+// O(n log n) sort gives the stable result.
 func sortOrder(v []float32, descending bool) []int {
 	order := make([]int, len(v))
 	for i := range order {
 		order[i] = i
 	}
-	less := func(a, b float32) bool { // a < b with NaN largest
+	// cmpAsc orders a before b (ascending, NaN last).
+	cmpAsc := func(a, b float32) int {
 		an, bn := a != a, b != b
 		switch {
+		case an && bn:
+			return 0
 		case an:
-			return false
+			return 1
 		case bn:
-			return true
+			return -1
+		case a < b:
+			return -1
+		case a > b:
+			return 1
 		}
-		return a < b
+		return 0
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := v[order[i]], v[order[j]]
+	slices.SortFunc(order, func(i, j int) int {
+		c := cmpAsc(v[i], v[j])
 		if descending {
-			return less(b, a)
+			c = -c
 		}
-		return less(a, b)
+		if c != 0 {
+			return c
+		}
+		return i - j
 	})
 	return order
 }
