@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	"ragen/env"
@@ -218,4 +219,10 @@ func WriteTrajectoryText(w io.Writer, rec TrajectoryRecord) error {
 		return fmt.Errorf("ragen: write trajectory: %w", err)
 	}
 	return nil
+}
+
+// DefaultEvalOutputPath is upstream's default export path:
+// results/eval/val_rollouts_{YYYYmmdd_HHMMSS}.{format} (format jsonl or pkl).
+func DefaultEvalOutputPath(now time.Time, format string) string {
+	return "results/eval/val_rollouts_" + now.Format("20060102_150405") + "." + format
 }

@@ -207,3 +207,8 @@ func BenchmarkRollout(b *testing.B) {
 		})
 	}
 }
+
+func TestDefaultEvalOutputPath(t *testing.T) {
+	now := time.Date(2025, 3, 30, 14, 5, 9, 0, time.UTC)
+	assert.Equal(t, "results/eval/val_rollouts_20250330_140509.jsonl", DefaultEvalOutputPath(now, "jsonl"))
+}
