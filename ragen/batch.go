@@ -52,6 +52,7 @@ type sample struct {
 	turns    []Reward // per-turn rewards (turn scores)
 	dropped  int      // leading turns removed by truncation (sane mode)
 	lastOnly bool     // turn-level modes: train only the last assistant turn
+	maxTurns int      // most turns of any sample in the batch (upstream's zip_longest)
 }
 
 // modelTokens are the ids the masks key on.
@@ -167,6 +168,13 @@ func (c *ContextManager) BuildBatch(outs []*EnvOutput) (*Batch, error) {
 		}
 	}
 
+	maxTurns := 0
+	for _, s := range samples {
+		maxTurns = max(maxTurns, len(s.turns))
+	}
+	for i := range samples {
+		samples[i].maxTurns = maxTurns
+	}
 	b := &Batch{Episodes: outs, EpisodeScores: scores}
 	rows := make([][]int, len(samples))
 	for i, s := range samples {
@@ -372,17 +380,23 @@ func (c *ContextManager) legacyMasks(mt modelTokens, r []int, pad int, s sample,
 	if !useTurn {
 		full[L-1] = score
 	} else {
-		for idx, rw := range s.turns {
+		// zip_longest over the batch: rows with fewer turns get 0, which
+		// lands on (and overwrites) the last column.
+		for idx := 0; idx < max(s.maxTurns, len(s.turns)); idx++ {
+			var v float32
+			if idx < len(s.turns) {
+				v = float32(s.turns[idx].Value)
+			}
 			want := 2*idx + 3
 			found := false
 			for p := 0; p < n; p++ {
 				if r[p] == mt.end && ti[p] == want {
-					full[pad+p] = float32(rw.Value)
+					full[pad+p] = v
 					found = true
 				}
 			}
 			if !found {
-				full[L-1] = float32(rw.Value)
+				full[L-1] = v
 			}
 		}
 		if mt.qwen {

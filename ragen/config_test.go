@@ -1,0 +1,77 @@
+package ragen
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+func TestDefaultConfig(t *testing.T) {
+	c := DefaultConfig()
+	// base.yaml values (starpo.md §9).
+	assert.Equal(t, -0.1, c.ESManager.FormatPenalty)
+	assert.Equal(t, EnvSetConfig{EnvGroups: 8, GroupSize: 16, EnvConfigs: EnvConfigs{Tags: []string{"CoordSokoban"}, NGroups: []int{8}}}, c.ESManager.Train)
+	assert.Equal(t, EnvSetConfig{EnvGroups: 512, GroupSize: 1, EnvConfigs: EnvConfigs{Tags: []string{"CoordSokoban"}, NGroups: []int{512}}}, c.ESManager.Val)
+	assert.Equal(t, int64(10000), *c.Seed.Train)
+	assert.Equal(t, int64(123), *c.Seed.Val)
+	assert.Equal(t, AgentProxyConfig{ContextWindowMode: "full", MaxContextWindow: -1, MaxTurn: 5, ActionSep: "||", MaxActionsPerTurn: 2,
+		EnableThink: true, RewardNormalization: RewardNormalizationConfig{"state", "identity"}, PipelineParts: 1}, c.AgentProxy)
+	assert.Equal(t, 400, c.Rollout.ResponseLength)
+	assert.Equal(t, 3600, c.Rollout.MaxModelLen)
+	assert.Equal(t, SamplingConfig{DoSample: true, Temperature: 0.5, TopP: 1, TopK: -1}, c.Rollout.ValKwargs)
+	assert.True(t, c.EnableResponseMask)
+	// The env table comes from config/envs.yaml; without it the tag is unknown.
+	assert.ErrorContains(t, c.Validate(), `tag "CoordSokoban" is not in custom_envs`)
+	c.CustomEnvs["CoordSokoban"] = EnvSpec{EnvType: "sokoban", MaxActionsPerTraj: 10, MaxTokens: 120}
+	assert.NoError(t, c.Validate())
+}
+
+func TestConfigYAMLKeys(t *testing.T) {
+	src := `
+es_manager:
+  format_penalty: -0.5
+  train: {env_groups: 2, group_size: 4, env_configs: {tags: [Bandit], n_groups: [2]}}
+agent_proxy:
+  context_window_mode: limited_multi_turn
+  max_context_window: 3
+  max_turn: 7
+  action_sep: ";"
+  max_actions_per_turn: 1
+  use_turn_scores: true
+  enable_think: false
+  reward_normalization: {grouping: batch, method: mean_std}
+seed: {train: 7}
+custom_envs:
+  Bandit: {env_type: bandit, max_actions_per_traj: 1, max_tokens: 50, parallel_friendly: true, max_workers: 4, env_config: {split: train}}
+`
+	c := DefaultConfig()
+	require.NoError(t, yaml.Unmarshal([]byte(src), &c))
+	assert.Equal(t, -0.5, c.ESManager.FormatPenalty)
+	assert.Equal(t, 4, c.ESManager.Train.GroupSize)
+	assert.Equal(t, "limited_multi_turn", c.AgentProxy.ContextWindowMode)
+	assert.Equal(t, 3, c.AgentProxy.MaxContextWindow)
+	assert.Equal(t, 7, c.AgentProxy.MaxTurn)
+	assert.Equal(t, ";", c.AgentProxy.ActionSep)
+	assert.True(t, c.AgentProxy.UseTurnScores)
+	assert.False(t, c.AgentProxy.EnableThink)
+	assert.Equal(t, RewardNormalizationConfig{"batch", "mean_std"}, c.AgentProxy.RewardNormalization)
+	assert.Equal(t, int64(7), *c.Seed.Train)
+	assert.Equal(t, EnvSpec{EnvType: "bandit", MaxActionsPerTraj: 1, MaxTokens: 50, ParallelFriendly: true, MaxWorkers: 4, EnvConfig: map[string]any{"split": "train"}}, c.CustomEnvs["Bandit"])
+}
+
+func TestConfigValidateListsEverything(t *testing.T) {
+	c := DefaultConfig()
+	c.CustomEnvs["CoordSokoban"] = EnvSpec{EnvType: "sokoban", MaxActionsPerTraj: 10}
+	c.AgentProxy.MaxTurn = 0
+	c.AgentProxy.ActionSep = ""
+	c.AgentProxy.MaxActionsPerTurn = 0
+	c.AgentProxy.RewardNormalization = RewardNormalizationConfig{"nope", "zscore"}
+	c.Rollout.ResponseLength = 0
+	c.ESManager.Val.GroupSize = 0
+	err := c.Validate()
+	for _, s := range []string{"max_turn = 0", "action_sep is empty", "max_actions_per_turn = 0", `grouping = "nope"`, `method = "zscore"`, "response_length = 0", "es_manager.val.group_size = 0"} {
+		assert.ErrorContains(t, err, s)
+	}
+}
