@@ -88,8 +88,9 @@ type Config struct {
 	// EMADecay is the decay of the marginal-std EMA across steps.
 	EMADecay float64 `yaml:"ema_decay"`
 
-	// EnableThink is agent_proxy.enable_think; false forces both switches off.
-	EnableThink bool `yaml:"-"`
+	// ThinkDisabled is !agent_proxy.enable_think: true forces both families
+	// off (the zero value keeps them as configured).
+	ThinkDisabled bool `yaml:"-"`
 	// ContextWindowMode is agent_proxy.context_window_mode; only "full"
 	// produces metrics.
 	ContextWindowMode string `yaml:"-"`
@@ -109,7 +110,6 @@ func DefaultConfig() Config {
 		NumSamples:        64,
 		StdEps:            1e-3,
 		EMADecay:          0.9,
-		EnableThink:       true,
 		ContextWindowMode: ModeFull,
 		LogProbWorldSize:  1,
 	}
@@ -128,8 +128,29 @@ func CodeDefaultConfig() Config {
 	return c
 }
 
-// Validate reports every problem at once.
+// normalized applies the constructor defaults to zero fields: compute_freq
+// 10, micro_batch_size 16, world size 1, context window mode full.
+func (c Config) normalized() Config {
+	if c.ComputeFreq == 0 {
+		c.ComputeFreq = 10
+	}
+	if c.MicroBatchSize == 0 {
+		c.MicroBatchSize = 16
+	}
+	if c.LogProbWorldSize == 0 {
+		c.LogProbWorldSize = 1
+	}
+	if c.ContextWindowMode == "" {
+		c.ContextWindowMode = ModeFull
+	}
+	return c
+}
+
+// Validate reports every problem at once. Zero compute_freq,
+// micro_batch_size and world size, and an empty context window mode, stand
+// for their defaults (10, 16, 1, full).
 func (c Config) Validate() error {
+	c = c.normalized()
 	var errs []error
 	if c.ComputeFreq < 1 {
 		errs = append(errs, fmt.Errorf("collapse: compute_freq must be ≥ 1, got %d", c.ComputeFreq))
@@ -158,8 +179,8 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) firstTurn() bool { return c.FirstTurnEnabled && c.EnableThink }
-func (c Config) multiTurn() bool { return c.MultiTurnEnabled && c.EnableThink }
+func (c Config) firstTurn() bool { return c.FirstTurnEnabled && !c.ThinkDisabled }
+func (c Config) multiTurn() bool { return c.MultiTurnEnabled && !c.ThinkDisabled }
 
 func (c Config) worldSize() int { return max(c.LogProbWorldSize, 1) }
 

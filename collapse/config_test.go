@@ -22,7 +22,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigValidateAll(t *testing.T) {
-	c := Config{ComputeFreq: 0, MicroBatchSize: 0, NumSamples: -1, StdEps: math.NaN(), EMADecay: 2, ContextWindowMode: "window", LogProbWorldSize: -2}
+	c := Config{ComputeFreq: -1, MicroBatchSize: -2, NumSamples: -1, StdEps: math.NaN(), EMADecay: 2, ContextWindowMode: "window", LogProbWorldSize: -2}
 	err := c.Validate()
 	var j interface{ Unwrap() []error }
 	if !errors.As(err, &j) || len(j.Unwrap()) != 7 {

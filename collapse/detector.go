@@ -80,6 +80,7 @@ func NewDetector(cfg Config, rng Rand) (*Detector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.normalized()
 	if rng == nil {
 		l, err := pyrand.NewLegacy(0)
 		if err != nil {
@@ -134,7 +135,7 @@ func (d *Detector) Compute(ctx context.Context, b Batch, s Scorer, step int) (Re
 	if !d.ShouldCompute(step) {
 		return res, nil
 	}
-	if mode := d.cfg.ContextWindowMode; mode != ModeFull && mode != "" {
+	if d.cfg.ContextWindowMode != ModeFull {
 		return res, nil
 	}
 	if b.GroupIDs == nil {
@@ -142,6 +143,9 @@ func (d *Detector) Compute(ctx context.Context, b Batch, s Scorer, step int) (Re
 	}
 	if err := b.check(); err != nil {
 		return res, err
+	}
+	if s == nil {
+		return res, errors.New("collapse: no scorer")
 	}
 	m := res.Metrics
 	if b.TurnCountsTotal != nil && b.TurnCounts != nil {

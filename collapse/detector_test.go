@@ -267,7 +267,7 @@ func TestShouldCompute(t *testing.T) {
 		}
 	}
 	c := DefaultConfig()
-	c.EnableThink = false
+	c.ThinkDisabled = true
 	if mustDetector(t, c, nil).ShouldCompute(1) {
 		t.Error("enable_think=false must switch both families off")
 	}
@@ -292,6 +292,20 @@ func TestDetectorSkips(t *testing.T) {
 	b.GroupIDs = nil
 	if res, err := d.Compute(context.Background(), b, inputDriven, 1); err != nil || len(res.Metrics) != 0 {
 		t.Fatalf("no group ids: %v %v", err, res.Metrics)
+	}
+}
+
+func TestNilScorerAndPartialConfig(t *testing.T) {
+	d := mustDetector(t, Config{FirstTurnEnabled: true, NumSamples: AllSamples, StdEps: 1e-3, EMADecay: 0.9}, nil)
+	if c := d.Config(); c.ComputeFreq != 10 || c.MicroBatchSize != 16 || c.ContextWindowMode != ModeFull {
+		t.Fatalf("%+v", c)
+	}
+	if _, err := d.Compute(context.Background(), firstTurnBatch(), nil, 1); err == nil {
+		t.Fatal("want error for a nil scorer")
+	}
+	res, err := d.Compute(context.Background(), firstTurnBatch(), inputDriven, 10)
+	if err != nil || res.Metrics[FamilyFirstTurn+"/"+NameRetrievalAccuracy] != 1 {
+		t.Fatalf("%v %v", err, res.Metrics)
 	}
 }
 

@@ -114,11 +114,22 @@ type groupStats struct {
 // scores the groups with the configured metric, selects groups with Select's
 // rules and reports the kept rows and upstream's metrics. When no group is
 // selected it returns the complete Result with ErrNoneKept.
+//
+// Like upstream, Apply needs a valid metric and NumGroups ≥ 1; other
+// settings are checked where selection uses them (see Select). Call
+// Config.Validate to check a whole configuration up front.
 func Apply(b Batch, cfg Config) (Result, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg = cfg.normalized()
+	if cfg.NumGroups < 1 {
+		return Result{}, fmt.Errorf("filter: num_groups must be ≥ 1, got %d", cfg.NumGroups)
+	}
+	metric, err := NormalizeMetric(cfg.Metric)
+	if err != nil {
 		return Result{}, err
 	}
-	metric, _ := NormalizeMetric(cfg.Metric)
+	if err := oneOf("grouping", cfg.Grouping, validGroupings); err != nil {
+		return Result{}, err
+	}
 	var rowVals []float64
 	var kind string
 	switch metric {
@@ -194,11 +205,7 @@ func Apply(b Batch, cfg Config) (Result, error) {
 	G := cfg.NumGroups
 	unitGroup := make([]int, units)
 	var groupIDs []int
-	grouping := cfg.Grouping
-	if grouping == "" {
-		grouping = GroupPositional
-	}
-	if grouping == GroupByID {
+	if cfg.Grouping == GroupByID {
 		if b.GroupIDs == nil {
 			return Result{}, fmt.Errorf("filter: grouping %q needs GroupIDs", GroupByID)
 		}

@@ -47,6 +47,7 @@ func SplitBuckets(rewardStd []float64, groupIDs []int, cfg Config) ([]Bucket, er
 	if groupIDs != nil && len(groupIDs) != n {
 		return nil, fmt.Errorf("filter: buckets: %d group ids for %d rows", len(groupIDs), n)
 	}
+	cfg = cfg.normalized()
 	if cfg.BucketCount < 1 {
 		return nil, fmt.Errorf("filter: buckets: gradient_analysis_num_buckets must be ≥ 1, got %d", cfg.BucketCount)
 	}
@@ -118,7 +119,7 @@ func SplitBuckets(rewardStd []float64, groupIDs []int, cfg Config) ([]Bucket, er
 			}
 			specs = append(specs, spec{fmt.Sprintf("bucket_%d", i+1), gs})
 		}
-	case BucketQuantile, "":
+	case BucketQuantile:
 		nb := min(cfg.BucketCount, G)
 		v32 := make([]float32, G)
 		for g, v := range val {

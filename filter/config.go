@@ -166,8 +166,35 @@ func oneOf(field, got string, valid []string) error {
 	return fmt.Errorf("filter: unknown %s %q (valid: %s)", field, got, strings.Join(valid, ", "))
 }
 
-// Validate reports every problem with the configuration at once.
+// normalized fills empty fields with upstream's dataclass defaults, so a
+// Config literal that sets only some fields behaves like upstream's
+// RolloutFilterConfig: strategy top_p, top_p_prob_mode linear, bucket_count
+// 6, bucket_mode quantile, positional grouping. (The empty metric already
+// means reward_variance.)
+func (c Config) normalized() Config {
+	if c.Strategy == "" {
+		c.Strategy = StrategyTopP
+	}
+	if c.TopPProbMode == "" {
+		c.TopPProbMode = ProbLinear
+	}
+	if c.BucketCount == 0 {
+		c.BucketCount = 6
+	}
+	if c.BucketMode == "" {
+		c.BucketMode = BucketQuantile
+	}
+	if c.Grouping == "" {
+		c.Grouping = GroupPositional
+	}
+	return c
+}
+
+// Validate reports every problem with the configuration at once. Empty
+// strategy, probability mode, bucket mode and grouping, and a zero bucket
+// count, stand for their defaults.
 func (c Config) Validate() error {
+	c = c.normalized()
 	var errs []error
 	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) || c.Value < 0 {
 		errs = append(errs, fmt.Errorf("filter: rollout_filter_value must be a finite number ≥ 0, got %v", c.Value))
@@ -202,11 +229,7 @@ func (c Config) Validate() error {
 	if c.GroupSize < 0 {
 		errs = append(errs, fmt.Errorf("filter: group_size must be ≥ 0, got %d", c.GroupSize))
 	}
-	g := c.Grouping
-	if g == "" {
-		g = GroupPositional
-	}
-	if err := oneOf("grouping", g, validGroupings); err != nil {
+	if err := oneOf("grouping", c.Grouping, validGroupings); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -26,7 +26,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	c.TopPProbMode = "cubic"
 	c.Metric = "kl"
 	c.BucketMode = "decile"
-	c.BucketCount = 0
+	c.BucketCount = -1
 	c.NumGroups = 0
 	c.Value = -1
 	err := c.Validate()
@@ -108,5 +108,26 @@ gradient_analysis_bucket_mode: fixed_rv
 		if err := yaml.Unmarshal([]byte(bad), &c); err == nil || !strings.HasPrefix(err.Error(), "filter:") {
 			t.Errorf("%q: err %v", bad, err)
 		}
+	}
+}
+
+// A Config literal with only upstream's required fields behaves like
+// upstream's dataclass defaults (strategy top_p, linear, quantile buckets).
+func TestPartialConfigLiteral(t *testing.T) {
+	c := Config{Value: 0.6, FilterType: TypeLargest, NumGroups: 4, SelectionEps: 0.01}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := Select([]float64{4, 3, 2, 1}, c)
+	if err != nil || len(sel) != 2 {
+		t.Fatalf("%v %v", sel, err)
+	}
+	res, err := Apply(Batch{Rewards: []float64{0, 4, 0, 3, 0, 2, 0, 1}}, Config{Value: 0.5, Strategy: StrategyTopK, FilterType: TypeLargest, NumGroups: 4})
+	if err != nil || len(res.Kept) != 4 || res.Kept[0] != 0 || res.Kept[3] != 3 {
+		t.Fatalf("%v %v", res.Kept, err)
+	}
+	bs, err := SplitBuckets([]float64{1, 2}, []int{0, 1}, Config{})
+	if err != nil || len(bs) != 3 {
+		t.Fatalf("%v %v", bs, err)
 	}
 }

@@ -25,13 +25,15 @@ func f32(x float64) float64 { return float64(float32(x)) }
 // len(scores). Scores are rounded to float32 like upstream's tensors; a NaN
 // score sorts above every number (torch's rule). Errors are returned where
 // upstream raises: an unknown strategy, probability mode or filter type in a
-// branch that uses it. An empty result is not an error here.
+// branch that uses it (cfg is not validated as a whole, so values upstream
+// accepts behave as upstream). An empty strategy or probability mode means
+// top_p / linear. An empty result is not an error here.
 func Select(scores []float64, cfg Config) ([]int, error) {
 	s := make([]float32, len(scores))
 	for i, v := range scores {
 		s[i] = float32(v)
 	}
-	return selectGroups(s, cfg)
+	return selectGroups(s, cfg.normalized())
 }
 
 func selectGroups(all []float32, cfg Config) ([]int, error) {
