@@ -4,4 +4,5 @@ package all
 import (
 	_ "ragen/env/bandit"
 	_ "ragen/env/frozenlake"
+	_ "ragen/env/sokoban"
 )
