@@ -43,8 +43,10 @@ type ProviderFuncs struct {
 	Prompt func(tag string, spec EnvSpec) (PromptInfo, error) // nil = empty PromptInfo
 }
 
+// NewEnv implements EnvProvider.
 func (p ProviderFuncs) NewEnv(tag string, spec EnvSpec) (env.BaseEnv, error) { return p.New(tag, spec) }
 
+// PromptInfo implements EnvProvider.
 func (p ProviderFuncs) PromptInfo(tag string, spec EnvSpec) (PromptInfo, error) {
 	if p.Prompt == nil {
 		return PromptInfo{}, nil
@@ -162,8 +164,8 @@ func (m *EnvStateManager) Close() error {
 	return errors.Join(errs...)
 }
 
-// NextSeed returns the base seed the next Reset(nil) will use and advances
-// the counter exactly as Reset does (spec §2.2).
+// nextSeed returns the base seed of a Reset and advances
+// the counter (spec §2.2).
 func (m *EnvStateManager) nextSeed(explicit *int64) int64 {
 	if explicit != nil {
 		if m.mode == env.ModeTrain && m.seedBase != nil {
