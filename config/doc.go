@@ -30,4 +30,6 @@
 // value ranges); it reports every problem at once, each saying which numbers disagree and
 // what would fit. Check also returns warnings (for example a mini batch that does not
 // divide the train batch, which upstream silently pads with duplicated rows).
+// EstimateMemory (with MemoryPlanFromTree) sizes weights, gradients, AdamW state,
+// activations and logits of a training step against a per-GPU byte budget.
 package config

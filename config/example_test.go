@@ -115,3 +115,16 @@ func ExampleParseOverride() {
 	// force-add y {k: null}
 	// delete z <nil>
 }
+
+// Estimate a training step's memory from a config before starting.
+func ExampleEstimateMemory() {
+	t, _ := config.Load("base", []string{"model_path=Qwen/Qwen2.5-0.5B-Instruct"})
+	plan, err := config.MemoryPlanFromTree(t)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	est, _ := config.EstimateMemory(plan)
+	fmt.Println(est.TotalParams, est.Fits(80<<30) == nil, est.Fits(8<<30) == nil)
+	// Output: 494032768 true false
+}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -92,13 +93,34 @@ func Load(name string, overrides []string, opts ...Option) (*Tree, error) {
 }
 
 type composer struct {
-	opts *options
+	opts  *options
+	cache map[string]parsedFile
 }
 
-// read finds and parses name+".yaml" on the search path.
+type parsedFile struct {
+	m      *Map
+	header string
+}
+
+// embeddedCache keeps parsed embedded files (immutable) across Load calls.
+var embeddedCache sync.Map // name -> parsedFile
+
+// read finds and parses name+".yaml" on the search path. The returned map is the caller's
+// to modify.
 func (c *composer) read(name string) (*Map, string, error) {
+	if pf, ok := c.cache[name]; ok {
+		return clone(pf.m).(*Map), pf.header, nil
+	}
 	file := name + ".yaml"
 	for _, fsys := range c.opts.search {
+		isEmbedded := fsys == fs.FS(embedded)
+		if isEmbedded {
+			if v, ok := embeddedCache.Load(name); ok {
+				pf := v.(parsedFile)
+				c.remember(name, pf)
+				return clone(pf.m).(*Map), pf.header, nil
+			}
+		}
 		data, err := fs.ReadFile(fsys, file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -110,9 +132,21 @@ func (c *composer) read(name string) (*Map, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("config: %s: %w", file, err)
 		}
-		return m, packageHeader(data), nil
+		pf := parsedFile{m: m, header: packageHeader(data)}
+		if isEmbedded {
+			embeddedCache.Store(name, pf)
+		}
+		c.remember(name, pf)
+		return clone(m).(*Map), pf.header, nil
 	}
 	return nil, "", &notFoundError{name: name, avail: c.available()}
+}
+
+func (c *composer) remember(name string, pf parsedFile) {
+	if c.cache == nil {
+		c.cache = map[string]parsedFile{}
+	}
+	c.cache[name] = pf
 }
 
 type notFoundError struct {
