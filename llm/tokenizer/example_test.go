@@ -19,3 +19,38 @@ func ExampleNewByte() {
 	// "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
 	// [257 72 105] <|im_start|>Hi
 }
+
+func ExampleParseTemplate() {
+	tmpl, err := tokenizer.ParseTemplate(tokenizer.Qwen25ChatTemplate)
+	if err != nil {
+		panic(err)
+	}
+	out, err := tmpl.Render(map[string]any{
+		"messages":              []tokenizer.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "2+2?"}},
+		"add_generation_prompt": true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%q\n", out)
+	// Output:
+	// "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n"
+}
+
+func ExampleNewStreamDecoder() {
+	tok := tokenizer.NewByte()
+	d := tokenizer.NewStreamDecoder(tok, true)
+	for _, id := range tok.Encode("é!<|im_end|>") {
+		fmt.Printf("%q ", d.Add(id))
+	}
+	fmt.Printf("%q\n", d.Flush())
+	// Output:
+	// "" "é" "!" "" ""
+}
+
+func ExampleParseTemplate_error() {
+	_, err := tokenizer.ParseTemplate("{% for m in messages %}\n{% macro f() %}{% endmacro %}{% endfor %}")
+	fmt.Println(err)
+	// Output:
+	// chat template: line 2 col 4: unsupported statement {% macro %}
+}
