@@ -1,0 +1,167 @@
+package countdown
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// LoadTasks reads Countdown tasks from a parquet file (Jiayi-Pan/
+// Countdown-Tasks-3to4 layout: an integer column "target" and a list
+// column "nums"), a JSON Lines file (one {"target": …, "nums": […]} object
+// a line) or a JSON array of such objects, chosen by the file's extension
+// (.parquet, .jsonl/.ndjson, .json) or, failing that, its first bytes.
+// At most maxInstances rows are read (≤ 0: all).
+func LoadTasks(path string, maxInstances int) ([]Task, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("countdown: %w", err)
+	}
+	defer f.Close()
+	ext := strings.ToLower(filepath.Ext(path))
+	var tasks []Task
+	switch {
+	case ext == ".parquet":
+		tasks, err = ReadParquetTasks(f, maxInstances)
+	case ext == ".jsonl" || ext == ".ndjson":
+		tasks, err = ReadJSONLTasks(f, maxInstances)
+	case ext == ".json":
+		tasks, err = ReadJSONTasks(f, maxInstances)
+	default:
+		var head [4]byte
+		n, _ := io.ReadFull(f, head[:])
+		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
+			return nil, fmt.Errorf("countdown: %s: %w", path, serr)
+		}
+		t := bytes.TrimSpace(head[:n])
+		switch {
+		case string(head[:n]) == "PAR1":
+			tasks, err = ReadParquetTasks(f, maxInstances)
+		case len(t) > 0 && t[0] == '[':
+			tasks, err = ReadJSONTasks(f, maxInstances)
+		default:
+			tasks, err = ReadJSONLTasks(f, maxInstances)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("countdown: %s: %w", path, err)
+	}
+	return tasks, nil
+}
+
+// rawTask accepts numbers as JSON numbers that must be integral.
+type rawTask struct {
+	Target *json.Number  `json:"target"`
+	Nums   []json.Number `json:"nums"`
+}
+
+func jsonInt(n json.Number) (int, error) {
+	if i, err := n.Int64(); err == nil {
+		if i > math.MaxInt32 || i < math.MinInt32 {
+			return 0, fmt.Errorf("%s out of range", n)
+		}
+		return int(i), nil
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
+		return 0, fmt.Errorf("%s is not an integer", n)
+	}
+	return int(f), nil
+}
+
+func (r rawTask) task() (Task, error) {
+	if r.Target == nil {
+		return Task{}, errors.New(`missing "target"`)
+	}
+	if r.Nums == nil {
+		return Task{}, errors.New(`missing "nums"`)
+	}
+	t, err := jsonInt(*r.Target)
+	if err != nil {
+		return Task{}, fmt.Errorf("target: %w", err)
+	}
+	nums := make([]int, len(r.Nums))
+	for i, n := range r.Nums {
+		if nums[i], err = jsonInt(n); err != nil {
+			return Task{}, fmt.Errorf("nums[%d]: %w", i, err)
+		}
+	}
+	return Task{Target: t, Nums: nums}, nil
+}
+
+// ReadJSONLTasks reads one task object per non-blank line.
+func ReadJSONLTasks(r io.Reader, maxInstances int) ([]Task, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	var tasks []Task
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		if maxInstances > 0 && len(tasks) >= maxInstances {
+			break
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var rt rawTask
+		if err := dec.Decode(&rt); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("line %d: trailing data after the object", line)
+		}
+		t, err := rt.task()
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		tasks = append(tasks, t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	return tasks, nil
+}
+
+// ReadJSONTasks reads a JSON array of task objects.
+func ReadJSONTasks(r io.Reader, maxInstances int) ([]Task, error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	var raws []rawTask
+	if err := dec.Decode(&raws); err != nil {
+		return nil, err
+	}
+	if maxInstances > 0 && len(raws) > maxInstances {
+		raws = raws[:maxInstances]
+	}
+	tasks := make([]Task, len(raws))
+	for i, rt := range raws {
+		t, err := rt.task()
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		tasks[i] = t
+	}
+	return tasks, nil
+}
+
+// FilterSolvable keeps the tasks upstream keeps: those some ± assignment of
+// the (zero-padded, first four) numbers solves.
+func FilterSolvable(tasks []Task) []Task {
+	out := make([]Task, 0, len(tasks))
+	for _, t := range tasks {
+		if signSolvable(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
