@@ -30,6 +30,10 @@ type Config struct {
 	// MaxRetries bounds the re-generation attempts after a failed
 	// generation (not upstream, which recurses without bound).
 	MaxRetries int `yaml:"max_retries"`
+	// LevelFile (not upstream): a Boxoban level file; when set, Reset(seed)
+	// loads level seed mod len(levels) instead of generating a room, and
+	// dim_room / num_boxes are taken from the level.
+	LevelFile string `yaml:"level_file"`
 }
 
 // DefaultConfig returns upstream's defaults.
@@ -97,6 +101,7 @@ type Env struct {
 	boxesOnTgt   int
 	numBoxes     int // boxes the reward and success count against
 	lookup       [7]string
+	levels       []Level
 	ready        bool
 	scratch      Scratch
 	lastSeedUsed int64
@@ -117,6 +122,13 @@ func NewWithConfig(cfg Config) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{cfg: cfg}
+	if cfg.LevelFile != "" {
+		ls, err := LoadLevels(cfg.LevelFile)
+		if err != nil {
+			return nil, err
+		}
+		e.levels = ls
+	}
 	for code := range e.lookup {
 		s, ok := cfg.GridLookup[code]
 		if !ok {
@@ -181,10 +193,26 @@ func RetrySeed(seed int64) int64 {
 	return int64(z & 0xFFFFFFFF)
 }
 
-// Reset generates the level for seed (envs.md §2.1). If generation fails
+// Reset generates the level for seed (envs.md §2.1), or loads level
+// seed mod N when level_file is set. If generation fails
 // (not enough space, or zero score after four tries) it retries with
 // RetrySeed(seed), up to max_retries times.
 func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error) {
+	if e.levels != nil {
+		idx := seed % int64(len(e.levels))
+		if idx < 0 {
+			idx += int64(len(e.levels))
+		}
+		room, err := e.levels[idx].Room()
+		if err != nil {
+			return "", err
+		}
+		if err := e.SetRoom(room); err != nil {
+			return "", err
+		}
+		e.lastSeedUsed = seed
+		return e.Render(), nil
+	}
 	rows, cols := e.cfg.Dims()
 	p := GenParams{Rows: rows, Cols: cols, NumBoxes: e.cfg.NumBoxes, SearchDepth: e.cfg.SearchDepth}
 	s := seed
