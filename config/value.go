@@ -382,9 +382,13 @@ func toNode(v any) *yaml.Node {
 		}
 		return n
 	case []any:
-		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
 		for _, e := range x {
-			n.Content = append(n.Content, toNode(e))
+			c := toNode(e)
+			if c.Kind != yaml.ScalarNode || strings.Contains(c.Value, "\n") {
+				n.Style = 0 // block style unless every element is a one-line scalar
+			}
+			n.Content = append(n.Content, c)
 		}
 		return n
 	case nil:
