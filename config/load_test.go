@@ -174,10 +174,15 @@ func TestShippedExperimentsLoadAndValidate(t *testing.T) {
 		"_10_rubikscube":   {25, 4, 5, 500, 3600, 8, 16, 512, []string{"rubikscube"}, []string{"rubikscube"}},
 		"eval":             {5, 2, -1, 400, 3600, 8, 16, 32, []string{"CoordSokoban"}, []string{"CoordSokoban"}},
 		"evaluate_api_llm": {5, 2, -1, 400, 3600, 8, 16, 256, []string{"CoordSokoban"}, []string{"CoordSokoban"}},
+		"webshop_full":     {15, 1, -1, 400, 15000, 8, 16, 512, []string{"WebShopFull"}, []string{"WebShopFull"}},
+		"stream":           {5, 2, -1, 400, 3600, 8, 16, 1, []string{"CoordSokoban"}, []string{"SimpleSokoban"}},
 	}
 	for name, e := range cases {
 		t.Run(name, func(t *testing.T) {
 			tr := mustLoad(t, name, nil, shipped())
+			if tr.Has("hydra") {
+				t.Error("the hydra key must be dropped")
+			}
 			ints := map[string]int{
 				"agent_proxy.max_turn":                      e.maxTurn,
 				"agent_proxy.max_actions_per_turn":          e.actions,
@@ -722,5 +727,33 @@ func TestWithConfigPath(t *testing.T) {
 	}
 	if v, _ := tr.Int("ppo_mini_batch_size"); v != 32 {
 		t.Errorf("base not composed: ppo_mini_batch_size = %d", v)
+	}
+}
+
+// Every embedded config that is not a fragment (envs.yaml, ppo_trainer.yaml) loads and
+// validates, including experiment files added later.
+func TestEveryEmbeddedConfigValidates(t *testing.T) {
+	names, err := fs.Glob(Embedded(), "*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range names {
+		name := strings.TrimSuffix(f, ".yaml")
+		if name == "envs" || name == "ppo_trainer" {
+			continue
+		}
+		n++
+		tr, err := Load(name, nil)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if err := Validate(tr); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if n < 17 {
+		t.Errorf("only %d experiment configs embedded: %v", n, names)
 	}
 }
