@@ -252,7 +252,7 @@ type reversePlay struct {
 	small    bool // rows*cols <= 64: compact keys
 	boxMask  uint64
 	pullMask uint64
-	exSmall  map[smallKey]struct{}
+	exSmall  smallSet
 	exBig    map[string]struct{}
 	keyBuf   []byte
 
@@ -303,11 +303,7 @@ func (rp *reversePlay) run(room Room, searchDepth int) {
 		}
 	}
 	if rp.small {
-		if rp.exSmall == nil {
-			rp.exSmall = make(map[smallKey]struct{}, 1024)
-		} else {
-			clear(rp.exSmall)
-		}
+		rp.exSmall.reset()
 	} else {
 		if rp.exBig == nil {
 			rp.exBig = make(map[string]struct{}, 1024)
@@ -325,7 +321,7 @@ func (rp *reversePlay) run(room Room, searchDepth int) {
 
 func (rp *reversePlay) numExplored() int {
 	if rp.small {
-		return len(rp.exSmall)
+		return rp.exSmall.n
 	}
 	return len(rp.exBig)
 }
@@ -333,12 +329,7 @@ func (rp *reversePlay) numExplored() int {
 // markExplored adds the current state; it reports false if it was there.
 func (rp *reversePlay) markExplored() bool {
 	if rp.small {
-		k := smallKey{rp.boxMask, rp.pullMask, rp.player}
-		if _, ok := rp.exSmall[k]; ok {
-			return false
-		}
-		rp.exSmall[k] = struct{}{}
-		return true
+		return rp.exSmall.add(smallKey{rp.boxMask, rp.pullMask, rp.player})
 	}
 	n := rp.rows * rp.cols
 	b := rp.keyBuf[:0]
@@ -485,4 +476,75 @@ func resizeInt(s []int, n int) []int {
 		return make([]int, n)
 	}
 	return s[:n]
+}
+
+// smallSet is an open-addressing hash set of smallKey whose reset is O(1):
+// a slot is occupied only if its stamp equals the current epoch.
+type smallSet struct {
+	keys   []smallKey
+	stamps []uint32
+	epoch  uint32
+	n      int
+	shift  uint
+}
+
+func (s *smallSet) reset() {
+	s.n = 0
+	s.epoch++
+	if s.keys == nil || s.epoch == 0 {
+		s.init(1 << 10)
+	}
+}
+
+func (s *smallSet) init(size int) {
+	s.keys = make([]smallKey, size)
+	s.stamps = make([]uint32, size)
+	s.epoch = 1
+	s.n = 0
+	s.shift = uint(64 - bitsLen(size-1))
+}
+
+func bitsLen(x int) int {
+	n := 0
+	for x > 0 {
+		n++
+		x >>= 1
+	}
+	return n
+}
+
+func (s *smallSet) slot(k smallKey) uint64 {
+	h := k.boxes*0x9E3779B97F4A7C15 ^ k.pulled*0xC2B2AE3D27D4EB4F ^ uint64(k.player)*0x165667B19E3779F9
+	h ^= h >> 29
+	return (h * 0xBF58476D1CE4E5B9) >> s.shift
+}
+
+// add inserts k and reports whether it was new.
+func (s *smallSet) add(k smallKey) bool {
+	mask := uint64(len(s.keys) - 1)
+	for i := s.slot(k); ; i = (i + 1) & mask {
+		if s.stamps[i] != s.epoch {
+			s.keys[i] = k
+			s.stamps[i] = s.epoch
+			s.n++
+			if 2*s.n > len(s.keys) {
+				s.grow()
+			}
+			return true
+		}
+		if s.keys[i] == k {
+			return false
+		}
+	}
+}
+
+func (s *smallSet) grow() {
+	oldKeys, oldStamps, epoch, n := s.keys, s.stamps, s.epoch, s.n
+	s.init(2 * len(oldKeys))
+	for i, st := range oldStamps {
+		if st == epoch {
+			s.add(oldKeys[i])
+		}
+	}
+	s.n = n
 }

@@ -3,7 +3,8 @@ package pyrand
 // mt19937 is the Mersenne Twister state shared by Random and Legacy.
 type mt19937 struct {
 	mt  [624]uint32
-	idx int
+	idx int // next output word
+	gen int // words [0, gen) of the current block are regenerated
 }
 
 const (
@@ -20,12 +21,20 @@ func (m *mt19937) initGenrand(s uint32) {
 	for i := 1; i < mtN; i++ {
 		m.mt[i] = 1812433253*(m.mt[i-1]^(m.mt[i-1]>>30)) + uint32(i)
 	}
-	m.idx = mtN
+	m.idx, m.gen = mtN, mtN
 }
+
+// genrand19650218 is the state after init_genrand(19650218), the fixed
+// starting point of init_by_array (a constant table, computed once).
+var genrand19650218 = func() [mtN]uint32 {
+	var m mt19937
+	m.initGenrand(19650218)
+	return m.mt
+}()
 
 // initByArray is MT19937's init_by_array (CPython's random.seed(int)).
 func (m *mt19937) initByArray(key []uint32) {
-	m.initGenrand(19650218)
+	m.mt = genrand19650218
 	i, j := 1, 0
 	k := mtN
 	if len(key) > k {
@@ -52,29 +61,34 @@ func (m *mt19937) initByArray(key []uint32) {
 		}
 	}
 	m.mt[0] = 0x80000000
-	m.idx = mtN
+	m.idx, m.gen = mtN, mtN
 }
 
-func (m *mt19937) generate() {
-	mag := [2]uint32{0, mtMatrixA}
-	var kk int
-	for kk = 0; kk < mtN-mtM; kk++ {
-		y := (m.mt[kk] & mtUpperMask) | (m.mt[kk+1] & mtLowerMask)
-		m.mt[kk] = m.mt[kk+mtM] ^ (y >> 1) ^ mag[y&1]
+// regen regenerates word i of the next block. Words are regenerated in
+// order, lazily as they are consumed: word i < N-M reads old words i+1 and
+// i+M, later words read already regenerated ones, exactly as the batch
+// regeneration of genrand_uint32 does.
+func (m *mt19937) regen(i int) {
+	j := i + 1
+	if j == mtN {
+		j = 0
 	}
-	for ; kk < mtN-1; kk++ {
-		y := (m.mt[kk] & mtUpperMask) | (m.mt[kk+1] & mtLowerMask)
-		m.mt[kk] = m.mt[kk+(mtM-mtN)] ^ (y >> 1) ^ mag[y&1]
+	k := i + mtM
+	if k >= mtN {
+		k -= mtN
 	}
-	y := (m.mt[mtN-1] & mtUpperMask) | (m.mt[0] & mtLowerMask)
-	m.mt[mtN-1] = m.mt[mtM-1] ^ (y >> 1) ^ mag[y&1]
-	m.idx = 0
+	y := (m.mt[i] & mtUpperMask) | (m.mt[j] & mtLowerMask)
+	m.mt[i] = m.mt[k] ^ (y >> 1) ^ ((y & 1) * mtMatrixA)
 }
 
 // uint32 is genrand_uint32: one tempered 32-bit output.
 func (m *mt19937) uint32() uint32 {
 	if m.idx >= mtN {
-		m.generate()
+		m.idx, m.gen = 0, 0
+	}
+	if m.idx >= m.gen {
+		m.regen(m.gen)
+		m.gen++
 	}
 	y := m.mt[m.idx]
 	m.idx++
