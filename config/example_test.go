@@ -128,3 +128,20 @@ func ExampleEstimateMemory() {
 	fmt.Println(est.TotalParams, est.Fits(80<<30) == nil, est.Fits(8<<30) == nil)
 	// Output: 494032768 true false
 }
+
+// Parse a `ragen train` command line the way Hydra does.
+func ExampleParseArgs() {
+	a, err := config.ParseArgs([]string{"--config-name", "_1_bandit", "trainer.total_training_steps=20", "--cfg", "job", "--resolve"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	t, err := a.Load()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	steps, _ := t.Int("trainer.total_training_steps")
+	fmt.Println(a.ConfigName, a.Cfg, a.Resolve, steps)
+	// Output: _1_bandit job true 20
+}
