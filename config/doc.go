@@ -30,6 +30,9 @@
 // value ranges); it reports every problem at once, each saying which numbers disagree and
 // what would fit. Check also returns warnings (for example a mini batch that does not
 // divide the train batch, which upstream silently pads with duplicated rows).
+// Derive then applies train.py's adjustments (data.train_batch_size, use_kl_loss without
+// a reference model). ParseArgs reads a Hydra-style command line (--config-name,
+// --config-path, --cfg job, --resolve, overrides).
 // EstimateMemory (with MemoryPlanFromTree) sizes weights, gradients, AdamW state,
 // activations and logits of a training step against a per-GPU byte budget.
 package config

@@ -599,6 +599,11 @@ func (v *validator) names() {
 			v.errf("algorithm.adv_estimator", "unknown estimator %q%s; valid: %s", est, didYouMean(est, validEstimators), strings.Join(validEstimators, ", "))
 		}
 	}
+	if x, ok := v.raw("critic.enable"); ok && x != nil {
+		if _, isBool := x.(bool); !isBool {
+			v.errf("critic.enable", "want true, false or null (null: a critic iff adv_estimator=gae), found %s", describe(x))
+		}
+	}
 	v.oneOf("actor_rollout_ref.actor.loss_agg_mode", validLossAgg, nil)
 	if v.criticEnabled() {
 		v.oneOf("critic.loss_agg_mode", validLossAgg, nil)

@@ -127,6 +127,8 @@ func TestValidateMessages(t *testing.T) {
 			[]string{"trainer.total_training_steps: want a number, found null"}},
 		{"action sep", "base", []string{"agent_proxy.action_sep=''"},
 			[]string{"agent_proxy.action_sep: must not be empty"}},
+		{"critic enable", "base", []string{"critic.enable=yes"},
+			[]string{"critic.enable: want true, false or null", `found string "yes"`}},
 		{"lora alpha", "base", []string{"lora.rank=8", "lora.alpha=0"},
 			[]string{"lora.alpha: must be > 0 when lora.rank=8"}},
 	}
