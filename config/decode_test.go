@@ -128,3 +128,21 @@ func TestDecodeFloatsAndNulls(t *testing.T) {
 		t.Error("YAML must print floats as floats")
 	}
 }
+
+func TestDecodeIntKeys(t *testing.T) {
+	tr := mustLoad(t, "k", nil, WithFS(mapFS(map[string]string{"k.yaml": "lookup: {0: W, 1: '.', 12: G}\nnames: {1: Up}\n"})))
+	var ints map[int]string
+	if err := tr.Decode("lookup", &ints); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ints, map[int]string{0: "W", 1: ".", 12: "G"}) {
+		t.Errorf("map[int]string = %v", ints)
+	}
+	var strs map[string]string
+	if err := tr.Decode("names", &strs); err != nil || strs["1"] != "Up" {
+		t.Errorf("map[string]string = %v, %v", strs, err)
+	}
+	if v, _ := tr.String("lookup.12"); v != "G" {
+		t.Errorf("lookup.12 = %q", v)
+	}
+}

@@ -378,7 +378,11 @@ func toNode(v any) *yaml.Node {
 	case *Map:
 		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		for _, k := range x.keys {
-			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, toNode(x.vals[k]))
+			kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}
+			if _, isInt := parseScalarText(k).(int); isInt {
+				kn.Tag = "!!int" // int-looking keys (grid_lookup: {0: W}) decode into map[int]T
+			}
+			n.Content = append(n.Content, kn, toNode(x.vals[k]))
 		}
 		return n
 	case []any:
