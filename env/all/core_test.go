@@ -49,3 +49,25 @@ func TestCoreTagsBuild(t *testing.T) {
 		t.Errorf("%d core tags, want 9", n)
 	}
 }
+
+// Prompt facts of the default configs, in upstream's dict order
+// (SokobanEnvConfig / FrozenLakeEnvConfig field defaults, envs.md §2-3).
+func TestCorePromptDefaults(t *testing.T) {
+	sk, ok := env.PromptDefaultsFor("sokoban")
+	if !ok || sk.ObservationFormat != "grid" || len(sk.GridVocab) != 7 || sk.GridVocab[3] != [2]string{"√", "box on target"} ||
+		strings.Join(sk.ActionNames, ", ") != "Up, Down, Left, Right" {
+		t.Errorf("sokoban: %+v", sk)
+	}
+	fl, ok := env.PromptDefaultsFor("frozen_lake")
+	if !ok || fl.GridVocab[0] != [2]string{"P", "player"} || fl.GridVocab[5] != [2]string{"√", "player on goal"} ||
+		strings.Join(fl.ActionNames, ", ") != "Left, Down, Right, Up" {
+		t.Errorf("frozen_lake: %+v", fl)
+	}
+	bd, ok := env.PromptDefaultsFor("bandit")
+	if !ok || bd.GridVocab != nil || bd.ActionNames != nil {
+		t.Errorf("bandit: %+v", bd)
+	}
+	if _, ok := env.PromptDefaultsFor("no_such_env"); ok {
+		t.Error("unknown type reported prompt defaults")
+	}
+}

@@ -11,6 +11,9 @@ import (
 
 func init() {
 	env.Register("bandit", func(m map[string]any) (env.BaseEnv, error) { return New(m) })
+	// render_mode only; action_lookup is nil until reset, so the prompt
+	// gets neither a vocabulary nor an action list.
+	env.RegisterPromptDefaults("bandit", env.PromptDefaults{})
 }
 
 // Config is upstream's BanditEnvConfig plus the group_consistent option.

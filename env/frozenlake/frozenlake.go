@@ -11,6 +11,12 @@ import (
 
 func init() {
 	env.Register("frozen_lake", func(m map[string]any) (env.BaseEnv, error) { return New(m) })
+	env.RegisterPromptDefaults("frozen_lake", env.PromptDefaults{
+		ObservationFormat: "grid",
+		GridVocab: [][2]string{{"P", "player"}, {"_", "empty"}, {"O", "hole"}, {"G", "goal"},
+			{"X", "player in hole"}, {"√", "player on goal"}},
+		ActionNames: []string{"Left", "Down", "Right", "Up"},
+	})
 }
 
 // Config is upstream's FrozenLakeEnvConfig.

@@ -342,3 +342,21 @@ func BenchmarkStepRender(b *testing.B) {
 		i++
 	}
 }
+
+func TestPromptDefaultsMatchConfig(t *testing.T) {
+	d, _ := env.PromptDefaultsFor("frozen_lake")
+	c := DefaultConfig()
+	if len(d.GridVocab) != len(c.GridVocab) || len(d.ActionNames) != len(c.ActionLookupMap) || d.ObservationFormat != c.ObservationFormat {
+		t.Fatalf("prompt defaults %+v vs config", d)
+	}
+	for _, v := range d.GridVocab {
+		if c.GridVocab[v[0]] != v[1] {
+			t.Errorf("vocab %q: %q vs %q", v[0], v[1], c.GridVocab[v[0]])
+		}
+	}
+	for i, name := range d.ActionNames {
+		if c.ActionLookupMap[i+1] != name {
+			t.Errorf("action %d: %q vs %q", i+1, name, c.ActionLookupMap[i+1])
+		}
+	}
+}

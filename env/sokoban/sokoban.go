@@ -12,6 +12,12 @@ import (
 
 func init() {
 	env.Register("sokoban", func(m map[string]any) (env.BaseEnv, error) { return New(m) })
+	env.RegisterPromptDefaults("sokoban", env.PromptDefaults{
+		ObservationFormat: "grid",
+		GridVocab: [][2]string{{"#", "wall"}, {"_", "empty"}, {"O", "target"}, {"√", "box on target"},
+			{"X", "box"}, {"P", "player"}, {"S", "player on target"}},
+		ActionNames: []string{"Up", "Down", "Left", "Right"},
+	})
 }
 
 // Config is upstream's SokobanEnvConfig.
