@@ -1,0 +1,9 @@
+//go:build cuda && !torchshared
+
+package csrc
+
+/*
+#cgo CXXFLAGS: -DRAGEN_WITH_CUDA
+#cgo LDFLAGS: -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed
+*/
+import "C"

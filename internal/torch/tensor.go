@@ -1,0 +1,371 @@
+package torch
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Tensor is a handle to a libtorch tensor. The zero value and freed tensors
+// are invalid; ops on them fail with ErrFreed.
+type Tensor struct {
+	c *cell
+}
+
+// cell holds the C handle; the leak checker watches it.
+type cell struct {
+	h C.tt_tensor
+}
+
+var (
+	leakCheck atomic.Bool
+	leaked    atomic.Int64
+)
+
+// SetLeakCheck turns on counting of tensors that the garbage collector
+// reclaims while they still own a C++ reference (see Leaked). It costs one
+// runtime cleanup per tensor; tests and debug builds turn it on.
+func SetLeakCheck(on bool) { leakCheck.Store(on) }
+
+// Leaked is the number of tensors collected without Free or Scope.Close
+// since the process started (counted only while SetLeakCheck is on).
+func Leaked() int64 { return leaked.Load() }
+
+func newTensor(h C.tt_tensor) *Tensor {
+	t := &Tensor{c: &cell{h: h}}
+	if leakCheck.Load() {
+		runtime.AddCleanup(t, func(c *cell) {
+			if c.h != nil {
+				leaked.Add(1)
+			}
+		}, t.c)
+	}
+	return t
+}
+
+// handle returns the C handle or nil if t is nil or freed.
+func (t *Tensor) handle() C.tt_tensor {
+	if t == nil || t.c == nil {
+		return nil
+	}
+	return t.c.h
+}
+
+// Valid reports whether t holds a live handle.
+func (t *Tensor) Valid() bool { return t.handle() != nil }
+
+// Free releases t's reference. Views and autograd graphs that share the
+// storage stay valid. Freeing twice or freeing nil is a no-op.
+func (t *Tensor) Free() {
+	if h := t.handle(); h != nil {
+		C.tt_free(h)
+		t.c.h = nil
+	}
+}
+
+// Shape returns the sizes of t (nil for a freed tensor).
+func (t *Tensor) Shape() []int64 {
+	h := t.handle()
+	if h == nil {
+		return nil
+	}
+	n := int(C.tt_ndim(h))
+	s := make([]int64, n)
+	if n > 0 {
+		C.tt_shape(h, (*C.int64_t)(unsafe.Pointer(&s[0])))
+	}
+	return s
+}
+
+// Dim is the number of dimensions.
+func (t *Tensor) Dim() int {
+	h := t.handle()
+	if h == nil {
+		return 0
+	}
+	return int(C.tt_ndim(h))
+}
+
+// Size returns the size of dimension d (negative d counts from the end).
+func (t *Tensor) Size(d int) int64 {
+	s := t.Shape()
+	if d < 0 {
+		d += len(s)
+	}
+	if d < 0 || d >= len(s) {
+		panic(fmt.Sprintf("torch: Size(%d) of a %d-dim tensor", d, len(s)))
+	}
+	return s[d]
+}
+
+// Numel is the number of elements.
+func (t *Tensor) Numel() int64 {
+	h := t.handle()
+	if h == nil {
+		return 0
+	}
+	return int64(C.tt_numel(h))
+}
+
+// DType is t's element type.
+func (t *Tensor) DType() DType { return DType(C.tt_dtype(t.mustHandle())) }
+
+// Device is where t lives.
+func (t *Tensor) Device() Device { return Device(C.tt_device(t.mustHandle())) }
+
+// RequiresGrad reports whether autograd records ops on t.
+func (t *Tensor) RequiresGrad() bool { return C.tt_requires_grad(t.mustHandle()) != 0 }
+
+// IsContiguous reports whether t is laid out contiguously.
+func (t *Tensor) IsContiguous() bool { return C.tt_is_contiguous(t.mustHandle()) != 0 }
+
+func (t *Tensor) mustHandle() C.tt_tensor {
+	h := t.handle()
+	if h == nil {
+		panic(ErrFreed)
+	}
+	return h
+}
+
+// String prints t as libtorch does (for debugging).
+func (t *Tensor) String() string {
+	h := t.handle()
+	if h == nil {
+		return "Tensor(freed)"
+	}
+	var s *C.char
+	if err := check(C.tt_to_string(h, &s)); err != nil {
+		return "Tensor(" + err.Error() + ")"
+	}
+	defer C.free(unsafe.Pointer(s))
+	return strings.TrimSpace(C.GoString(s))
+}
+
+// Elem lists the Go element types that convert to and from tensors.
+type Elem interface {
+	float32 | float64 | int64 | int32 | bool | uint8
+}
+
+func dtypeOf[T Elem]() DType {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return Float32
+	case float64:
+		return Float64
+	case int64:
+		return Int64
+	case int32:
+		return Int32
+	case bool:
+		return Bool
+	default:
+		return Uint8
+	}
+}
+
+func checkShape(n int, shape []int64) error {
+	p := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return &Error{Op: "from_data", Msg: fmt.Sprintf("negative dimension in shape %v", shape)}
+		}
+		p *= d
+	}
+	if p != int64(n) {
+		return &Error{Op: "from_data", Msg: fmt.Sprintf("shape %v holds %d elements, data has %d", shape, p, n)}
+	}
+	return nil
+}
+
+// From copies data into a new CPU tensor of the given shape (a 1-D tensor
+// when shape is empty). The caller owns the result.
+func From[T Elem](data []T, shape ...int64) (*Tensor, error) {
+	if len(shape) == 0 {
+		shape = []int64{int64(len(data))}
+	}
+	if err := checkShape(len(data), shape); err != nil {
+		return nil, err
+	}
+	var p unsafe.Pointer
+	if len(data) > 0 {
+		p = unsafe.Pointer(unsafe.SliceData(data))
+	}
+	var h C.tt_tensor
+	err := check(C.tt_from_data(p, C.int(dtypeOf[T]()), shapePtr(shape), C.int(len(shape)), C.TT_CPU, &h))
+	runtime.KeepAlive(data)
+	if err != nil {
+		return nil, err
+	}
+	return newTensor(h), nil
+}
+
+// FromBytes makes a CPU tensor from raw little-endian element bytes of dtype
+// (how safetensors stores bfloat16 and float16).
+func FromBytes(data []byte, dtype DType, shape ...int64) (*Tensor, error) {
+	n := len(data) / dtype.Size()
+	if n*dtype.Size() != len(data) {
+		return nil, &Error{Op: "from_data", Msg: fmt.Sprintf("%d bytes is not a whole number of %s elements", len(data), dtype)}
+	}
+	if err := checkShape(n, shape); err != nil {
+		return nil, err
+	}
+	var p unsafe.Pointer
+	if len(data) > 0 {
+		p = unsafe.Pointer(unsafe.SliceData(data))
+	}
+	var h C.tt_tensor
+	err := check(C.tt_from_data(p, C.int(dtype), shapePtr(shape), C.int(len(shape)), C.TT_CPU, &h))
+	runtime.KeepAlive(data)
+	if err != nil {
+		return nil, err
+	}
+	return newTensor(h), nil
+}
+
+// Data copies t's elements, converted to T, into a new slice in row-major
+// order. The tensor may live on any device and have any layout.
+func Data[T Elem](t *Tensor) ([]T, error) {
+	h := t.handle()
+	if h == nil {
+		return nil, ErrFreed
+	}
+	n := int(C.tt_numel(h))
+	out := make([]T, n)
+	var p unsafe.Pointer
+	if n > 0 {
+		p = unsafe.Pointer(&out[0])
+	}
+	var z T
+	err := check(C.tt_copy_out(h, C.int(dtypeOf[T]()), p, C.int64_t(n*int(unsafe.Sizeof(z)))))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Bytes copies t's elements as raw bytes of dtype (for writing safetensors).
+func Bytes(t *Tensor, dtype DType) ([]byte, error) {
+	h := t.handle()
+	if h == nil {
+		return nil, ErrFreed
+	}
+	n := int(C.tt_numel(h)) * dtype.Size()
+	out := make([]byte, n)
+	var p unsafe.Pointer
+	if n > 0 {
+		p = unsafe.Pointer(&out[0])
+	}
+	if err := check(C.tt_copy_out(h, C.int(dtype), p, C.int64_t(n))); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Item returns the single element of t as float64.
+func (t *Tensor) Item() (float64, error) {
+	h := t.handle()
+	if h == nil {
+		return 0, ErrFreed
+	}
+	var v C.double
+	if err := check(C.tt_item(h, &v)); err != nil {
+		return 0, err
+	}
+	return float64(v), nil
+}
+
+func wrapOut(e C.tt_err, h C.tt_tensor) (*Tensor, error) {
+	if err := check(e); err != nil {
+		return nil, err
+	}
+	return newTensor(h), nil
+}
+
+// Full returns a tensor of the given shape filled with v.
+func Full(shape []int64, v float64, dtype DType, dev Device) (*Tensor, error) {
+	var h C.tt_tensor
+	return wrapOut(C.tt_full(shapePtr(shape), C.int(len(shape)), C.double(v), C.int(dtype), C.int(dev), &h), h)
+}
+
+// Zeros returns a zero tensor.
+func Zeros(shape []int64, dtype DType, dev Device) (*Tensor, error) { return Full(shape, 0, dtype, dev) }
+
+// Ones returns a tensor of ones.
+func Ones(shape []int64, dtype DType, dev Device) (*Tensor, error) { return Full(shape, 1, dtype, dev) }
+
+// Arange returns [start, end) in steps of step.
+func Arange(start, end, step float64, dtype DType, dev Device) (*Tensor, error) {
+	var h C.tt_tensor
+	return wrapOut(C.tt_arange(C.double(start), C.double(end), C.double(step), C.int(dtype), C.int(dev), &h), h)
+}
+
+// Randn draws standard normal values from g (nil: the default generator).
+func Randn(g *Generator, shape []int64, dtype DType, dev Device) (*Tensor, error) {
+	var h C.tt_tensor
+	return wrapOut(C.tt_randn(shapePtr(shape), C.int(len(shape)), C.int(dtype), C.int(dev), g.handle(), &h), h)
+}
+
+// Rand draws uniform values in [0, 1) from g (nil: the default generator).
+func Rand(g *Generator, shape []int64, dtype DType, dev Device) (*Tensor, error) {
+	var h C.tt_tensor
+	return wrapOut(C.tt_rand(shapePtr(shape), C.int(len(shape)), C.int(dtype), C.int(dev), g.handle(), &h), h)
+}
+
+// Generator is a seeded random-number generator for sampling and init.
+type Generator struct {
+	g C.tt_gen
+}
+
+// NewGenerator returns a generator on dev seeded with seed. Close it when done.
+func NewGenerator(seed uint64, dev Device) (*Generator, error) {
+	var g C.tt_gen
+	if err := check(C.tt_gen_new(C.uint64_t(seed), C.int(dev), &g)); err != nil {
+		return nil, err
+	}
+	return &Generator{g: g}, nil
+}
+
+func (g *Generator) handle() C.tt_gen {
+	if g == nil {
+		return nil
+	}
+	return g.g
+}
+
+// Close frees the generator.
+func (g *Generator) Close() {
+	if g != nil && g.g != nil {
+		C.tt_gen_free(g.g)
+		g.g = nil
+	}
+}
+
+// State returns the generator state as bytes (for checkpoints).
+func (g *Generator) State() ([]byte, error) {
+	var h C.tt_tensor
+	t, err := wrapOut(C.tt_gen_get_state(g.handle(), &h), h)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Free()
+	return Data[uint8](t)
+}
+
+// SetState restores a state returned by State.
+func (g *Generator) SetState(state []byte) error {
+	t, err := From(state)
+	if err != nil {
+		return err
+	}
+	defer t.Free()
+	return check(C.tt_gen_set_state(g.handle(), t.handle()))
+}

@@ -1,0 +1,180 @@
+package torch
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/csrc
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	_ "ragen/internal/torch/csrc" // links the C++ shim and libtorch
+)
+
+// DType is a tensor element type.
+type DType int
+
+// Element types. The values match the shim's TT_* codes.
+const (
+	Float32  DType = C.TT_F32
+	Float64  DType = C.TT_F64
+	Int64    DType = C.TT_I64
+	Int32    DType = C.TT_I32
+	Bool     DType = C.TT_BOOL
+	BFloat16 DType = C.TT_BF16
+	Float16  DType = C.TT_F16
+	Uint8    DType = C.TT_U8
+)
+
+var dtypeNames = map[DType]string{
+	Float32: "float32", Float64: "float64", Int64: "int64", Int32: "int32", Bool: "bool",
+	BFloat16: "bfloat16", Float16: "float16", Uint8: "uint8",
+}
+
+func (d DType) String() string {
+	if s, ok := dtypeNames[d]; ok {
+		return s
+	}
+	return fmt.Sprintf("dtype(%d)", int(d))
+}
+
+// Size is the element size in bytes.
+func (d DType) Size() int {
+	switch d {
+	case Float64, Int64:
+		return 8
+	case Float32, Int32:
+		return 4
+	case BFloat16, Float16:
+		return 2
+	default:
+		return 1
+	}
+}
+
+// ParseDType maps names such as "float32", "fp32", "bf16" to a DType.
+func ParseDType(s string) (DType, error) {
+	switch strings.ToLower(s) {
+	case "float32", "fp32", "float":
+		return Float32, nil
+	case "float64", "fp64", "double":
+		return Float64, nil
+	case "bfloat16", "bf16":
+		return BFloat16, nil
+	case "float16", "fp16", "half":
+		return Float16, nil
+	case "int64", "long":
+		return Int64, nil
+	case "int32", "int":
+		return Int32, nil
+	case "bool":
+		return Bool, nil
+	case "uint8":
+		return Uint8, nil
+	}
+	return 0, fmt.Errorf("torch: unknown dtype %q (valid: float32, float64, bfloat16, float16, int64, int32, bool, uint8)", s)
+}
+
+// Device is CPU or a CUDA ordinal.
+type Device int
+
+// CPU is the host device.
+const CPU Device = C.TT_CPU
+
+// CUDA returns the device for CUDA ordinal i.
+func CUDA(i int) Device { return Device(i) }
+
+func (d Device) String() string {
+	if d < 0 {
+		return "cpu"
+	}
+	return fmt.Sprintf("cuda:%d", int(d))
+}
+
+// ParseDevice maps "cpu", "cuda" and "cuda:N" to a Device.
+func ParseDevice(s string) (Device, error) {
+	switch {
+	case s == "cpu" || s == "":
+		return CPU, nil
+	case s == "cuda":
+		return CUDA(0), nil
+	case strings.HasPrefix(s, "cuda:"):
+		var i int
+		if _, err := fmt.Sscanf(s, "cuda:%d", &i); err == nil && i >= 0 {
+			return CUDA(i), nil
+		}
+	}
+	return CPU, fmt.Errorf("torch: unknown device %q (valid: cpu, cuda, cuda:N)", s)
+}
+
+// Error is an error raised by libtorch or by the binding, naming the op.
+type Error struct {
+	Op  string // the op that failed, e.g. "matmul"
+	Msg string // libtorch's message without the C++ backtrace
+}
+
+func (e *Error) Error() string { return "torch: " + e.Op + ": " + e.Msg }
+
+// ErrFreed is returned when an op receives a nil or freed tensor.
+var ErrFreed = errors.New("torch: use of a nil or freed tensor")
+
+// check converts a shim status into a Go error and frees the C string.
+func check(e C.tt_err) error {
+	if e == nil {
+		return nil
+	}
+	s := C.GoString(e)
+	C.free(unsafe.Pointer(e))
+	op, msg, ok := strings.Cut(s, ": ")
+	if !ok {
+		return &Error{Op: "unknown", Msg: s}
+	}
+	return &Error{Op: op, Msg: strings.TrimSpace(msg)}
+}
+
+// SetNumThreads sets libtorch's intra-op thread count for the process (n < 1
+// means runtime.NumCPU()). Call it once at start-up.
+func SetNumThreads(n int) {
+	if n < 1 {
+		n = runtime.NumCPU()
+	}
+	C.tt_set_num_threads(C.int(n))
+}
+
+// NumThreads reports libtorch's intra-op thread count on this thread.
+func NumThreads() int { return int(C.tt_get_num_threads()) }
+
+// CUDAAvailable reports whether this build links a CUDA libtorch and a GPU is visible.
+func CUDAAvailable() bool { return C.tt_cuda_available() != 0 }
+
+// CUDADeviceCount is the number of visible CUDA devices (0 without CUDA).
+func CUDADeviceCount() int { return int(C.tt_cuda_device_count()) }
+
+// Live is the number of tensor handles alive in C++.
+func Live() int64 { return int64(C.tt_live()) }
+
+// ManualSeed seeds libtorch's default CPU generator.
+func ManualSeed(seed uint64) { C.tt_manual_seed(C.uint64_t(seed)) }
+
+// BuildInfo describes the linked shim ("libtorch" or "libtorch+cuda").
+func BuildInfo() string { return C.GoString(C.tt_version()) }
+
+func b2i(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func shapePtr(shape []int64) *C.int64_t {
+	if len(shape) == 0 {
+		return nil
+	}
+	return (*C.int64_t)(unsafe.Pointer(&shape[0]))
+}
