@@ -24,7 +24,7 @@ import (
 // level entries of one column chunk.
 const (
 	maxParquetBytes = 1 << 30
-	maxColumnValues = 1 << 28
+	maxColumnValues = 1 << 22
 )
 
 // Physical types, repetition types, encodings, codecs and page types.
