@@ -76,7 +76,9 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			wt := s.Own(From(w, 3, 2))
 			return s.Sum(s.Square(s.Linear(x, s.Transpose(wt, 0, 1), nil)), false)
 		}},
-		{"var std", x, func(s *Scope, x *Tensor) *Tensor { return s.Add(s.Sum(s.Var(x, false, 1), false), s.Sum(s.Std(x, false), false)) }},
+		{"var std", x, func(s *Scope, x *Tensor) *Tensor {
+			return s.Add(s.Sum(s.Var(x, false, 1), false), s.Sum(s.Std(x, false), false))
+		}},
 		{"sqrt log exp pow", pos, func(s *Scope, x *Tensor) *Tensor {
 			return s.Sum(s.Add(s.Add(s.Sqrt(x), s.Log(x)), s.Add(s.Exp(s.MulS(x, 0.1)), s.PowS(x, 3))), false)
 		}},

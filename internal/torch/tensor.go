@@ -297,7 +297,9 @@ func Full(shape []int64, v float64, dtype DType, dev Device) (*Tensor, error) {
 }
 
 // Zeros returns a zero tensor.
-func Zeros(shape []int64, dtype DType, dev Device) (*Tensor, error) { return Full(shape, 0, dtype, dev) }
+func Zeros(shape []int64, dtype DType, dev Device) (*Tensor, error) {
+	return Full(shape, 0, dtype, dev)
+}
 
 // Ones returns a tensor of ones.
 func Ones(shape []int64, dtype DType, dev Device) (*Tensor, error) { return Full(shape, 1, dtype, dev) }
