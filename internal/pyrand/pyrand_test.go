@@ -278,3 +278,21 @@ func BenchmarkGeneratorFloat(b *testing.B) {
 		_ = g.Random()
 	}
 }
+
+// NumPy docs/tutorial values: default_rng(42).integers(0, 10, size=5) =
+// [0, 7, 6, 4, 4]; default_rng(42).permutation(10) =
+// [5, 6, 0, 7, 3, 2, 4, 9, 1, 8] (random_interval masked draws on next32).
+func TestGeneratorIntegersAndPermutation(t *testing.T) {
+	g, _ := NewGenerator(42)
+	var got []int64
+	for range 5 {
+		got = append(got, g.Integers(0, 10))
+	}
+	if want := []int64{0, 7, 6, 4, 4}; !reflect.DeepEqual(got, want) {
+		t.Errorf("integers(0,10,5) = %v, want %v", got, want)
+	}
+	g, _ = NewGenerator(42)
+	if got, want := g.Permutation(10), []int{5, 6, 0, 7, 3, 2, 4, 9, 1, 8}; !reflect.DeepEqual(got, want) {
+		t.Errorf("permutation(10) = %v, want %v", got, want)
+	}
+}
