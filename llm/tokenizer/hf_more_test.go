@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -413,6 +414,31 @@ func BenchmarkLoadHF(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseHF(tj, tc, nil); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestHFConcurrent encodes from several goroutines (shared BPE cache and
+// lazily compiled template); run with -race.
+func TestHFConcurrent(t *testing.T) {
+	tok := loadQwen25(t)
+	fx := loadFixtures(t).Encode[:400]
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			for i := g; i < len(fx); i += 4 {
+				if got := tok.Encode(fx[i].Text); !reflect.DeepEqual(got, fx[i].IDs) && len(fx[i].IDs) > 0 {
+					done <- fmt.Errorf("goroutine %d: mismatch on %+q", g, fx[i].Text)
+					return
+				}
+			}
+			_, err := tok.ApplyChatTemplate([]Message{{"user", "hi"}}, true)
+			done <- err
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -53,7 +53,7 @@ func (t *Template) Source() string { return t.src }
 
 // Limits that keep hostile templates from running away.
 const (
-	maxRenderSteps  = 10_000_000
+	maxRenderSteps  = 2_000_000
 	maxRenderOutput = 64 << 20
 )
 
@@ -254,24 +254,11 @@ func (r *renderer) execFor(n *forNode) error {
 		return nil
 	}
 	for i, it := range items {
-		loop := NewDict()
-		loop.Set("index", int64(i+1))
-		loop.Set("index0", int64(i))
-		loop.Set("first", i == 0)
-		loop.Set("last", i == len(items)-1)
-		loop.Set("length", int64(len(items)))
-		loop.Set("revindex", int64(len(items)-i))
-		loop.Set("revindex0", int64(len(items)-i-1))
-		if i > 0 {
-			loop.Set("previtem", items[i-1])
-		} else {
-			loop.Set("previtem", undefined{"previtem"})
+		r.steps++
+		if r.steps > maxRenderSteps {
+			return errors.New("chat template: too many steps")
 		}
-		if i+1 < len(items) {
-			loop.Set("nextitem", items[i+1])
-		} else {
-			loop.Set("nextitem", undefined{"nextitem"})
-		}
+		loop := &loopVar{i: i, items: items}
 		scope := map[string]any{"loop": loop}
 		if err := bind(scope, it); err != nil {
 			return err
@@ -707,6 +694,41 @@ var strMethods = map[string]bool{
 	"find": true, "count": true, "join": true, "splitlines": true,
 }
 
+// loopVar is the "loop" variable of a for loop.
+type loopVar struct {
+	i     int
+	items []any
+}
+
+func (l *loopVar) attr(name string) (any, bool) {
+	n := len(l.items)
+	switch name {
+	case "index":
+		return int64(l.i + 1), true
+	case "index0":
+		return int64(l.i), true
+	case "first":
+		return l.i == 0, true
+	case "last":
+		return l.i == n-1, true
+	case "length":
+		return int64(n), true
+	case "revindex":
+		return int64(n - l.i), true
+	case "revindex0":
+		return int64(n - l.i - 1), true
+	case "previtem":
+		if l.i > 0 {
+			return l.items[l.i-1], true
+		}
+	case "nextitem":
+		if l.i+1 < n {
+			return l.items[l.i+1], true
+		}
+	}
+	return nil, false
+}
+
 // getAttr is Jinja2's obj.name: a dict key (methods first, as Python
 // getattr wins), a string method, or undefined.
 func (r *renderer) getAttr(obj any, name string, pos int) (any, error) {
@@ -723,6 +745,10 @@ func (r *renderer) getAttr(obj any, name string, pos int) (any, error) {
 	case string:
 		if strMethods[name] {
 			return boundMethod{x, name}, nil
+		}
+	case *loopVar:
+		if v, ok := x.attr(name); ok {
+			return v, nil
 		}
 	}
 	return undefined{name}, nil

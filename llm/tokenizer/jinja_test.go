@@ -178,6 +178,7 @@ func TestTemplateErrors(t *testing.T) {
 		{"not iterable", "{% for x in 3 %}{% endfor %}", false, "int object is not iterable"},
 		{"div zero", "{{ 1 // 0 }}", false, "division or modulo by zero"},
 		{"set attr", "{% set d = {} %}{% set d.x = 1 %}", false, "only namespace objects"},
+		{"runaway", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", false, "too many steps"},
 	}
 	for _, tc := range tests {
 		tmpl, err := ParseTemplate(tc.src)

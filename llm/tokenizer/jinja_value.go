@@ -227,6 +227,8 @@ func typeName(v any) string {
 		return "dict"
 	case builtin, boundMethod:
 		return "function"
+	case *loopVar:
+		return "LoopContext"
 	}
 	return fmt.Sprintf("%T", v)
 }
