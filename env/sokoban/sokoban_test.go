@@ -397,3 +397,25 @@ func TestPromptDefaultsMatchConfig(t *testing.T) {
 		}
 	}
 }
+
+// Upstream's tests/env/test_sokoban_render.py setting (5x5, one box,
+// search_depth 20, seed 1234), following HEAD: coord has a Board size line
+// and no Walls line; render mode overrides work.
+func TestUpstreamRenderTestSetting(t *testing.T) {
+	e, err := New(map[string]any{"dim_room": []any{5, 5}, "num_boxes": 1, "search_depth": 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := e.Reset(ctx, 1234, env.ModeTrain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid, _ := e.RenderFormat("grid")
+	coord, _ := e.RenderFormat("coord")
+	if obs != grid || len(strings.Split(grid, "\n")) != 5 {
+		t.Errorf("grid = %q", grid)
+	}
+	if !strings.HasPrefix(coord, "Board size: 5 rows x 5 cols (zero-indexed).\nTargets: ") || strings.Contains(coord, "Walls") {
+		t.Errorf("coord = %q", coord)
+	}
+}
