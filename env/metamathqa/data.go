@@ -1,0 +1,173 @@
+package metamathqa
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Item is one MetaMathQA record (extra fields are ignored).
+type Item struct {
+	Query    string `json:"query"`
+	Response string `json:"response"`
+	Type     string `json:"type,omitempty"`
+}
+
+//go:embed data/gsm8k_test.jsonl
+var gsm8kTest []byte
+
+var (
+	builtinOnce  sync.Once
+	builtinItems []Item
+	builtinErr   error
+)
+
+// Builtin returns the embedded dataset: GSM8K's 1,319 test problems in
+// MetaMathQA shape (data/README.md). The slice is shared; do not modify it.
+func Builtin() ([]Item, error) {
+	builtinOnce.Do(func() {
+		builtinItems, builtinErr = ReadJSONL(bytes.NewReader(gsm8kTest))
+	})
+	return builtinItems, builtinErr
+}
+
+// ReadJSONL reads one record per non-blank line.
+func ReadJSONL(r io.Reader) ([]Item, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	var items []Item
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		it, err := decodeItem(b)
+		if err != nil {
+			return nil, fmt.Errorf("metamathqa: line %d: %w", line, err)
+		}
+		items = append(items, it)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("metamathqa: line %d: %w", line+1, err)
+	}
+	return items, nil
+}
+
+type rawItem struct {
+	Query    *string `json:"query"`
+	Response *string `json:"response"`
+	Type     string  `json:"type"`
+}
+
+func (r rawItem) item() (Item, error) {
+	if r.Query == nil {
+		return Item{}, errors.New(`missing string field "query"`)
+	}
+	if r.Response == nil {
+		return Item{}, errors.New(`missing string field "response"`)
+	}
+	return Item{Query: *r.Query, Response: *r.Response, Type: r.Type}, nil
+}
+
+func decodeItem(b []byte) (Item, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var r rawItem
+	if err := dec.Decode(&r); err != nil {
+		return Item{}, err
+	}
+	if dec.More() {
+		return Item{}, errors.New("trailing data after the object")
+	}
+	return r.item()
+}
+
+// ReadJSON reads a JSON array of records (the layout of MetaMathQA-395K.json).
+func ReadJSON(r io.Reader) ([]Item, error) {
+	var raws []rawItem
+	if err := json.NewDecoder(r).Decode(&raws); err != nil {
+		return nil, fmt.Errorf("metamathqa: %w", err)
+	}
+	items := make([]Item, len(raws))
+	for i, raw := range raws {
+		it, err := raw.item()
+		if err != nil {
+			return nil, fmt.Errorf("metamathqa: item %d: %w", i, err)
+		}
+		items[i] = it
+	}
+	return items, nil
+}
+
+// LoadFile reads a .json (array) or .jsonl/.ndjson file; other extensions
+// are sniffed from the first non-space byte.
+func LoadFile(path string) ([]Item, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("metamathqa: %w", err)
+	}
+	var items []Item
+	switch ext := strings.ToLower(filepath.Ext(path)); {
+	case ext == ".jsonl" || ext == ".ndjson":
+		items, err = ReadJSONL(bytes.NewReader(b))
+	case ext == ".json" || bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")):
+		items, err = ReadJSON(bytes.NewReader(b))
+	case ext == ".parquet":
+		return nil, fmt.Errorf("metamathqa: %s: parquet is not supported for MetaMathQA (string columns); convert it to JSON Lines", path)
+	default:
+		items, err = ReadJSONL(bytes.NewReader(b))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return items, nil
+}
+
+// DefaultDatasetPath is upstream's Hugging Face dataset name.
+const DefaultDatasetPath = "meta-math/MetaMathQA"
+
+// BuiltinName selects the embedded GSM8K test set explicitly.
+const BuiltinName = "gsm8k"
+
+// Resolve finds the dataset for a config, in this order:
+//  1. dataset_path is a file: read it;
+//  2. dataset_path, or cache_dir/dataset_path, is a directory holding
+//     {split}.jsonl, {split}.json or MetaMathQA-395K.json: read that;
+//  3. dataset_path is "gsm8k" or upstream's default "meta-math/MetaMathQA"
+//     (with no local copy found above): the embedded GSM8K test set.
+//
+// Anything else is an error naming the places searched.
+func Resolve(cfg Config) ([]Item, error) {
+	p := cfg.DatasetPath
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return LoadFile(p)
+	}
+	dirs := []string{p}
+	if cfg.CacheDir != "" && !filepath.IsAbs(p) {
+		dirs = append(dirs, filepath.Join(cfg.CacheDir, p))
+	}
+	var tried []string
+	for _, d := range dirs {
+		for _, name := range []string{cfg.Split + ".jsonl", cfg.Split + ".json", "MetaMathQA-395K.json"} {
+			f := filepath.Join(d, name)
+			tried = append(tried, f)
+			if st, err := os.Stat(f); err == nil && !st.IsDir() {
+				return LoadFile(f)
+			}
+		}
+	}
+	if p == BuiltinName || p == DefaultDatasetPath {
+		return Builtin()
+	}
+	return nil, fmt.Errorf("metamathqa: dataset %q not found (tried %s); use a local JSON/JSONL file, or %q for the embedded GSM8K test set",
+		p, strings.Join(append([]string{p}, tried...), ", "), BuiltinName)
+}
