@@ -30,7 +30,8 @@ import (
 // error naming the construct and its position. A Template is safe for
 // concurrent use.
 type Template struct {
-	src  string
+	orig string // source as given
+	src  string // normalised source; error positions refer to it
 	body []jnode
 }
 
@@ -41,15 +42,16 @@ func ParseTemplate(src string) (t *Template, err error) {
 			t, err = nil, fmt.Errorf("chat template: internal error while parsing: %v", r)
 		}
 	}()
-	body, err := parseTemplate(src)
+	norm := normalizeSource(src)
+	body, err := parseTemplate(norm)
 	if err != nil {
 		return nil, err
 	}
-	return &Template{src: src, body: body}, nil
+	return &Template{orig: src, src: norm, body: body}, nil
 }
 
 // Source returns the template source.
-func (t *Template) Source() string { return t.src }
+func (t *Template) Source() string { return t.orig }
 
 // Limits that keep hostile templates from running away.
 const (
@@ -279,7 +281,7 @@ func (r *renderer) execFor(n *forNode) error {
 // iterate lists the items of a sequence value: list items, dict keys or
 // string characters; undefined iterates as empty.
 func (r *renderer) iterate(v any, pos int) ([]any, error) {
-	switch x := v.(type) {
+	switch x := unTuple(v).(type) {
 	case []any:
 		return x, nil
 	case *Dict:
@@ -314,6 +316,9 @@ func (r *renderer) eval(e jexpr) (any, error) {
 				return nil, err
 			}
 			out[i] = v
+		}
+		if e.tuple {
+			return tuple(out), nil
 		}
 		return out, nil
 	case dictExpr:
@@ -479,6 +484,7 @@ func (r *renderer) binop(op string, l, rv any, pos int) (any, error) {
 	}
 	switch op {
 	case "+":
+		l, rv := unTuple(l), unTuple(rv)
 		if a, ok := l.(string); ok {
 			if b, ok := rv.(string); ok {
 				return a + b, nil
@@ -568,6 +574,7 @@ func (r *renderer) binop(op string, l, rv any, pos int) (any, error) {
 }
 
 func equal(a, b any) bool {
+	a, b = unTuple(a), unTuple(b)
 	if ai, af, _, ok := num(a); ok {
 		if bi, bf, _, ok := num(b); ok {
 			_, aIsF := a.(float64)
@@ -660,7 +667,7 @@ func (r *renderer) compare(op string, a, b any, pos int) (bool, error) {
 }
 
 func (r *renderer) contains(container, item any, pos int) (bool, error) {
-	switch c := container.(type) {
+	switch c := unTuple(container).(type) {
 	case string:
 		s, ok := item.(string)
 		if !ok {
@@ -756,7 +763,7 @@ func (r *renderer) getAttr(obj any, name string, pos int) (any, error) {
 
 // getItem is Jinja2's obj[idx].
 func (r *renderer) getItem(obj, idx any, pos int) (any, error) {
-	switch x := obj.(type) {
+	switch x := unTuple(obj).(type) {
 	case undefined:
 		return nil, r.errAt(pos, "%q is undefined (cannot index it)", x.name)
 	case *Dict:
@@ -823,6 +830,8 @@ func (r *renderer) evalSlice(e sliceExpr) (any, error) {
 		bounds[k] = &i
 	}
 	var items []any
+	_, isTuple := obj.(tuple)
+	obj = unTuple(obj)
 	str, isStr := obj.(string)
 	var runes []rune
 	switch x := obj.(type) {
@@ -852,6 +861,9 @@ func (r *renderer) evalSlice(e sliceExpr) (any, error) {
 	out := make([]any, len(idx))
 	for i, j := range idx {
 		out[i] = items[j]
+	}
+	if isTuple {
+		return tuple(out), nil
 	}
 	return out, nil
 }
@@ -968,7 +980,7 @@ func (r *renderer) callMethod(m boundMethod, args []any, kwargs map[string]any, 
 		case "items":
 			out := make([]any, len(d.keys))
 			for i, k := range d.keys {
-				out[i] = []any{k, d.m[k]}
+				out[i] = tuple{k, d.m[k]}
 			}
 			return out, nil
 		case "keys":
@@ -995,7 +1007,7 @@ func (r *renderer) callMethod(m boundMethod, args []any, kwargs map[string]any, 
 			return bad()
 		}
 		var prefixes []any
-		switch a := args[0].(type) {
+		switch a := unTuple(args[0]).(type) {
 		case string:
 			prefixes = []any{a}
 		case []any:

@@ -66,7 +66,7 @@ func (r *renderer) evalFilter(e filterExpr) (any, error) {
 		}
 		return sb.String(), nil
 	case "length", "count":
-		switch v := x.(type) {
+		switch v := unTuple(x).(type) {
 		case string:
 			return int64(utf8.RuneCountInString(v)), nil
 		case []any:
@@ -362,7 +362,7 @@ func (r *renderer) applyTest(name string, x any, args []any, pos int) (bool, err
 		_, ok := x.(*Dict)
 		return ok, nil
 	case "sequence", "iterable":
-		switch x.(type) {
+		switch unTuple(x).(type) {
 		case string, []any, *Dict:
 			return true, nil
 		case undefined:
@@ -419,7 +419,7 @@ func toJSONIndent(sb *strings.Builder, v any, indent, itemSep, keySep string, so
 		return errTooDeep
 	}
 	pad := func(d int) { sb.WriteByte('\n'); sb.WriteString(strings.Repeat(indent, d)) }
-	switch x := v.(type) {
+	switch x := unTuple(v).(type) {
 	case []any:
 		if len(x) == 0 {
 			sb.WriteString("[]")

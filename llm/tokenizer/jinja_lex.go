@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -68,7 +69,20 @@ func errAt(src string, off int, format string, args ...any) *TemplateError {
 	return &TemplateError{Line: l, Col: c, Msg: fmt.Sprintf(format, args...)}
 }
 
-// lexTemplate splits src into pieces.
+var rawEnd = regexp.MustCompile(`\{%([-+]?)\s*endraw\s*([-+]?)%\}`)
+
+// normalizeSource applies Jinja2's defaults to template source: newlines
+// ("\r\n", "\r") become "\n" and one trailing newline is dropped
+// (keep_trailing_newline=False).
+func normalizeSource(src string) string {
+	if strings.ContainsRune(src, '\r') {
+		src = strings.ReplaceAll(src, "\r\n", "\n")
+		src = strings.ReplaceAll(src, "\r", "\n")
+	}
+	return strings.TrimSuffix(src, "\n")
+}
+
+// lexTemplate splits src (normalised) into pieces.
 func lexTemplate(src string) ([]piece, error) {
 	var out []piece
 	i := 0
@@ -139,6 +153,29 @@ func lexTemplate(src string) ([]piece, error) {
 		toks, end, rightMod, err := lexTag(src, start, closer)
 		if err != nil {
 			return nil, err
+		}
+		if kind == '%' && len(toks) == 1 && toks[0].kind == tkName && toks[0].val == "raw" {
+			loc := rawEnd.FindStringSubmatchIndex(src[end:])
+			if loc == nil {
+				return nil, errAt(src, j, "missing {%% endraw %%}")
+			}
+			body := src[end : end+loc[0]]
+			if rightMod == '-' {
+				body = strings.TrimLeft(body, " \t\n\r\v\f")
+			}
+			if loc[3] > loc[2] && src[end+loc[2]] == '-' {
+				body = strings.TrimRight(body, " \t\n\r\v\f")
+			}
+			if body != "" {
+				out = append(out, piece{kind: pcText, text: body, pos: end})
+			}
+			if loc[5] > loc[4] && src[end+loc[4]] == '-' {
+				stripNext = true
+			} else if !(loc[5] > loc[4] && src[end+loc[4]] == '+') {
+				trimNL = true
+			}
+			i = end + loc[1]
+			continue
 		}
 		pk := pcOutput
 		if kind == '%' {

@@ -98,7 +98,10 @@ type (
 		rest  []jexpr
 		pos   int
 	}
-	listExpr struct{ items []jexpr }
+	listExpr struct {
+		items []jexpr
+		tuple bool
+	}
 	dictExpr struct{ keys, vals []jexpr }
 )
 
@@ -118,6 +121,7 @@ type parser struct {
 	end  int // offset of the tag, for errors at its end
 }
 
+// parseTemplate parses normalised source (see normalizeSource).
 func parseTemplate(src string) ([]jnode, error) {
 	pieces, err := lexTemplate(src)
 	if err != nil {
@@ -413,7 +417,7 @@ func (p *parser) parseTupleOrExpr() (jexpr, error) {
 		}
 		items = append(items, y)
 	}
-	return listExpr{items}, nil
+	return listExpr{items, true}, nil
 }
 
 func (p *parser) parseExpr() (jexpr, error) {
@@ -657,7 +661,7 @@ func (p *parser) parsePrimary() (jexpr, error) {
 		switch t.val {
 		case "(":
 			if p.acceptOp(")") {
-				return listExpr{}, nil
+				return listExpr{tuple: true}, nil
 			}
 			x, err := p.parseTupleOrExpr()
 			if err != nil {
@@ -681,7 +685,7 @@ func (p *parser) parsePrimary() (jexpr, error) {
 				}
 				items = append(items, x)
 			}
-			return listExpr{items}, nil
+			return listExpr{items: items}, nil
 		case "{":
 			d := dictExpr{}
 			for !p.acceptOp("}") {

@@ -117,7 +117,8 @@ func TestTemplateSnippets(t *testing.T) {
 	}{
 		// trim_blocks drops the newline after a block tag; lstrip_blocks the indent before it.
 		{"trim_lstrip", "{% if true %}\n  x\n  {% endif %}\ny", nil, "  x\ny"},
-		{"output_not_lstripped", "  {{ 'a' }}\n", nil, "  a\n"},
+		// lstrip_blocks leaves {{ }} alone; one trailing newline of the source is dropped.
+		{"output_not_lstripped", "  {{ 'a' }}\n\n", nil, "  a\n"},
 		{"minus", "a  {{- 'b' -}}  c", nil, "abc"},
 		{"plus_disables_lstrip", "  {%+ if true %}x{% endif %}", nil, "  x"},
 		{"comment", "a{# note #}\nb", nil, "ab"},
@@ -214,4 +215,47 @@ func FuzzTemplate(f *testing.F) {
 		}
 		_, _ = tmpl.Render(map[string]any{"messages": msgs, "add_generation_prompt": true})
 	})
+}
+
+// TestTemplateSnippetsReference renders the snippets of
+// testdata/jinja_snippets.json (Python Jinja2 with transformers' settings,
+// scripts/tokenizer/render_snippets.py) and requires identical output, or
+// an error where Jinja2 raised one.
+func TestTemplateSnippetsReference(t *testing.T) {
+	b, err := os.ReadFile("testdata/jinja_snippets.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []struct {
+		Src    string          `json:"src"`
+		Vars   json.RawMessage `json:"vars"`
+		Output *string         `json:"output"`
+		Error  string          `json:"error"`
+	}
+	if err := json.Unmarshal(b, &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		v, err := JSONValue(rec.Vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars := map[string]any{}
+		for _, k := range v.(*Dict).Keys() {
+			vars[k], _ = v.(*Dict).Get(k)
+		}
+		tmpl, err := ParseTemplate(rec.Src)
+		var got string
+		if err == nil {
+			got, err = tmpl.Render(vars)
+		}
+		switch {
+		case rec.Output == nil && err == nil:
+			t.Errorf("%q: rendered %q, Jinja2 raised %s", rec.Src, got, rec.Error)
+		case rec.Output != nil && err != nil:
+			t.Errorf("%q: %v; Jinja2 rendered %q", rec.Src, err, *rec.Output)
+		case rec.Output != nil && got != *rec.Output:
+			t.Errorf("%q:\n got %q\nwant %q", rec.Src, got, *rec.Output)
+		}
+	}
 }

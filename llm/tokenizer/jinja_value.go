@@ -43,6 +43,17 @@ func (d *Dict) Keys() []string { return append([]string(nil), d.keys...) }
 // Len is the number of keys.
 func (d *Dict) Len() int { return len(d.keys) }
 
+// tuple is a Python tuple: a list that prints with parentheses.
+type tuple []any
+
+// unTuple returns a tuple as a plain list, other values unchanged.
+func unTuple(v any) any {
+	if t, ok := v.(tuple); ok {
+		return []any(t)
+	}
+	return v
+}
+
 // undefined is Jinja2's Undefined: printing it gives "", it is false and
 // iterates as empty; most other uses are errors.
 type undefined struct{ name string }
@@ -223,6 +234,8 @@ func typeName(v any) string {
 		return "str"
 	case []any:
 		return "list"
+	case tuple:
+		return "tuple"
 	case *Dict:
 		return "dict"
 	case builtin, boundMethod:
@@ -234,7 +247,7 @@ func typeName(v any) string {
 }
 
 func truthy(v any) bool {
-	switch x := v.(type) {
+	switch x := unTuple(v).(type) {
 	case nil, undefined:
 		return false
 	case bool:
@@ -329,6 +342,15 @@ func pyRepr(v any) string {
 			parts[i] = pyRepr(e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
+	case tuple:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = pyRepr(e)
+		}
+		if len(x) == 1 {
+			return "(" + parts[0] + ",)"
+		}
+		return "(" + strings.Join(parts, ", ") + ")"
 	case *Dict:
 		parts := make([]string, len(x.keys))
 		for i, k := range x.keys {
@@ -380,7 +402,7 @@ func toJSON(sb *strings.Builder, v any, indent string, itemSep, keySep string, s
 	if depth > 200 {
 		return errTooDeep
 	}
-	switch x := v.(type) {
+	switch x := unTuple(v).(type) {
 	case nil:
 		sb.WriteString("null")
 	case bool:
