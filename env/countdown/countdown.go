@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,7 @@ type Env struct {
 var _ env.BaseEnv = (*Env)(nil)
 
 func init() {
+	env.RegisterPromptDefaults("countdown", env.PromptDefaults{}) // no grid_vocab, no action_lookup
 	env.Register("countdown", func(m map[string]any) (env.BaseEnv, error) {
 		cfg := DefaultConfig()
 		if err := env.DecodeConfig(m, &cfg); err != nil {
@@ -69,6 +71,9 @@ func New(cfg Config) (*Env, error) {
 		return &Env{cfg: cfg}, nil
 	}
 	tasks, err := LoadTasks(cfg.TrainPath, cfg.MaxInstances)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w (set train_path to a Countdown-Tasks parquet or JSONL file, or generate: true)", err)
+	}
 	if err != nil {
 		return nil, err
 	}

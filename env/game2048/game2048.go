@@ -93,6 +93,8 @@ var (
 )
 
 func init() {
+	// Upstream's default action_lookup in dict order, listed in the system prompt.
+	env.RegisterPromptDefaults("game_2048", env.PromptDefaults{ActionNames: []string{"Up", "Right", "Down", "Left"}})
 	env.Register("game_2048", func(m map[string]any) (env.BaseEnv, error) {
 		cfg := DefaultConfig()
 		if err := env.DecodeConfig(m, &cfg); err != nil {

@@ -374,3 +374,9 @@ func ExampleNewFromState() {
 	// Current Score: 4
 	// What is your next move?
 }
+
+func TestPromptDefaults(t *testing.T) {
+	d, ok := env.PromptDefaultsFor("game_2048")
+	require.True(t, ok)
+	assert.Equal(t, []string{"Up", "Right", "Down", "Left"}, d.ActionNames)
+}

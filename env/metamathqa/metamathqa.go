@@ -94,6 +94,7 @@ type Env struct {
 var _ env.BaseEnv = (*Env)(nil)
 
 func init() {
+	env.RegisterPromptDefaults("metamathqa", env.PromptDefaults{}) // no grid_vocab, no action_lookup
 	env.Register("metamathqa", func(m map[string]any) (env.BaseEnv, error) {
 		cfg := DefaultConfig()
 		if err := env.DecodeConfig(m, &cfg); err != nil {

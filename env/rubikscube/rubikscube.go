@@ -109,6 +109,8 @@ func NewFromState(cfg Config, cube Cube) (*Env, error) {
 }
 
 func init() {
+	// Upstream's default action_lookup in dict order (ids 1..12), listed in the system prompt.
+	env.RegisterPromptDefaults("rubikscube", env.PromptDefaults{ActionNames: moveNames[1:]})
 	env.Register("rubikscube", func(m map[string]any) (env.BaseEnv, error) {
 		cfg := DefaultConfig()
 		if err := env.DecodeConfig(m, &cfg); err != nil {

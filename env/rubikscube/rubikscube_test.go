@@ -374,3 +374,9 @@ func TestRegistry(t *testing.T) {
 	_, err = env.New("rubikscube", map[string]any{"max_steps": -2})
 	isErr(t, err)
 }
+
+func TestPromptDefaults(t *testing.T) {
+	d, ok := env.PromptDefaultsFor("rubikscube")
+	truth(t, ok)
+	eq(t, []string{"U", "U'", "D", "D'", "L", "L'", "R", "R'", "F", "F'", "B", "B'"}, d.ActionNames)
+}

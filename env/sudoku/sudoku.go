@@ -89,6 +89,7 @@ type Env struct {
 var _ env.BaseEnv = (*Env)(nil)
 
 func init() {
+	env.RegisterPromptDefaults("sudoku", env.PromptDefaults{}) // no grid_vocab, no action_lookup
 	env.Register("sudoku", func(m map[string]any) (env.BaseEnv, error) {
 		cfg := DefaultConfig()
 		if err := env.DecodeConfig(m, &cfg); err != nil {
