@@ -1,0 +1,51 @@
+# ragen: two commands do all set-up on a fresh machine.
+#   make demo   installs what is missing, then trains a tiny agent on CPU
+#   make test   installs what is missing, then vets and tests everything
+
+SHELL := /bin/bash
+GO ?= go
+APT_PKGS := libtorch-dev libgloo-dev libopenblas0-openmp
+BENCH_PKGS := python3-torch python3-numpy
+TEST_TIMEOUT ?= 20m
+# packages whose dependency graph does not reach libtorch: they must also
+# build and test with CGO_ENABLED=0, and run under the race detector.
+PURE_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v 'ragen/internal/torch' | cut -d' ' -f1)
+
+.PHONY: all deps deps-bench build vet test test-pure test-race bench demo gpu-bundle clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh $(APT_PKGS)
+
+deps-bench: deps
+	@./scripts/deps.sh $(BENCH_PKGS)
+
+build: deps
+	$(GO) build ./...
+
+vet: deps
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory test-pure test-race
+
+test-pure:
+	CGO_ENABLED=0 $(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(PURE_PKGS)
+
+test-race:
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(PURE_PKGS)
+
+bench: deps-bench
+	$(GO) run ./bench/cmd/benchall
+
+demo: deps
+	$(GO) run ./cmd/ragen demo
+
+gpu-bundle: deps
+	./scripts/gpu-bundle.sh
+
+clean:
+	rm -rf bin .gpu-bundle

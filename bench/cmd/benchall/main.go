@@ -1,0 +1,64 @@
+// Command benchall runs ragen's side-by-side benchmarks against their
+// PyTorch peers in one run and prints the ratios (make bench).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"text/tabwriter"
+
+	"ragen/bench"
+	"ragen/internal/torch"
+)
+
+func main() {
+	threads := flag.Int("threads", runtime.NumCPU(), "libtorch intra-op threads (both sides)")
+	warmup := flag.Int("warmup", 2, "warm-up steps")
+	runs := flag.Int("runs", 5, "timed steps (minimum is reported)")
+	dir := flag.String("dir", "bench", "directory holding the peer scripts")
+	flag.Parse()
+	if err := run(*threads, *warmup, *runs, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "benchall:", err)
+		os.Exit(1)
+	}
+}
+
+func run(threads, warmup, runs int, dir string) error {
+	torch.SetNumThreads(threads)
+	peak, err := bench.MatmulPeak(2048)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("threads=%d  fp32 matmul peak (2048^2): %.1f GFLOP/s\n\n", threads, peak/1e9)
+
+	peer := map[string]any{}
+	if err := bench.RunPeer(dir, "torch_peer.py", &peer, strconv.Itoa(threads), strconv.Itoa(warmup), strconv.Itoa(runs)); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "workload\tragen ms\tpytorch ms\tspeed-up (pytorch/ragen)\tragen MFU\t\n")
+	for _, w := range bench.Workloads() {
+		step, closeFn, err := w.Setup()
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.Name, err)
+		}
+		d, err := bench.TimeStep(step, warmup, runs)
+		closeFn()
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.Name, err)
+		}
+		p, _ := peer[w.Name].(float64)
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.2fx\t%.0f%%\t\n", w.Name, d.Seconds()*1e3, p*1e3, p/d.Seconds(), 100*w.FLOPs/d.Seconds()/peak)
+	}
+	tw.Flush()
+	for _, c := range bench.Comparisons() {
+		fmt.Printf("\n== %s ==\n", c.Name)
+		if err := c.Run(bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak}, os.Stdout); err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"ragen/internal/torch"
+)
+
+// Python is the interpreter that runs the PyTorch peers (Debian's
+// python3-torch lives under /usr/bin/python3).
+func Python() string {
+	if p := os.Getenv("RAGEN_PYTHON"); p != "" {
+		return p
+	}
+	return "/usr/bin/python3"
+}
+
+// RunPeer runs a peer script from bench/ with args and decodes its JSON
+// output (the last line of stdout) into out.
+func RunPeer(dir, script string, out any, args ...string) error {
+	cmd := exec.Command(Python(), append([]string{filepath.Join(dir, script)}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("bench: peer %s: %w\n%s", script, err, stderr.String())
+	}
+	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	if err := json.Unmarshal(lines[len(lines)-1], out); err != nil {
+		return fmt.Errorf("bench: peer %s printed no JSON result: %w", script, err)
+	}
+	return nil
+}
+
+// TimeStep returns the minimum wall time of runs calls of step after warmup calls.
+func TimeStep(step func() error, warmup, runs int) (time.Duration, error) {
+	for range warmup {
+		if err := step(); err != nil {
+			return 0, err
+		}
+	}
+	best := time.Duration(1<<63 - 1)
+	for range runs {
+		t0 := time.Now()
+		if err := step(); err != nil {
+			return 0, err
+		}
+		best = min(best, time.Since(t0))
+	}
+	return best, nil
+}
+
+// MatmulPeak measures fp32 GEMM throughput (FLOP/s) on an n x n matmul, the
+// peak that MFU figures are reported against.
+func MatmulPeak(n int) (float64, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s := torch.NewScope()
+	defer s.Close()
+	g, err := torch.NewGenerator(0, torch.CPU)
+	if err != nil {
+		return 0, err
+	}
+	defer g.Close()
+	a := s.Randn(g, []int64{int64(n), int64(n)}, torch.Float32, torch.CPU)
+	var out *torch.Tensor
+	d, err := TimeStep(func() error {
+		inner := torch.NewScope()
+		out = inner.MatMul(a, a)
+		return inner.Close()
+	}, 2, 5)
+	if err != nil {
+		return 0, err
+	}
+	_ = out
+	return 2 * float64(n) * float64(n) * float64(n) / d.Seconds(), s.Err()
+}
