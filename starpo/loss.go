@@ -1,0 +1,244 @@
+package starpo
+
+import (
+	"fmt"
+	"strings"
+
+	"ragen/internal/torch"
+	"ragen/starpo/algo"
+)
+
+// The tensor path: the same losses as starpo/algo, on libtorch tensors of
+// shape (B, T) with a 0/1 mask of the same shape and dtype. Every function
+// takes the scope that owns its intermediates; errors (an unknown mode or KL
+// type) are recorded on the scope, which is sticky, so callers check
+// s.Err() once. Metrics come back as detached scalar tensors under
+// upstream's keys; Metrics reads them all in one copy.
+
+const (
+	maskEps       = 1e-8 // veRL's masked_mean denominator epsilon
+	logRatioClamp = 20.0 // clamp of lp − old before exp
+)
+
+// MetricTensors are scalar metric tensors keyed by upstream's metric names.
+type MetricTensors map[string]*torch.Tensor
+
+// Read copies every metric to Go in one C call (stack + copy).
+func (m MetricTensors) Read(s *torch.Scope) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	if len(m) == 0 || s.Err() != nil {
+		return out
+	}
+	keys := make([]string, 0, len(m))
+	ts := make([]*torch.Tensor, 0, len(m))
+	for k, t := range m {
+		keys = append(keys, k)
+		ts = append(ts, s.Reshape(s.Cast(s.Detach(t), torch.Float64), 1))
+	}
+	vals := s.Float64s(s.Cat(ts, 0))
+	if len(vals) != len(keys) {
+		return out
+	}
+	for i, k := range keys {
+		out[k] = vals[i]
+	}
+	return out
+}
+
+func maskedSum(s *torch.Scope, x, m *torch.Tensor) *torch.Tensor {
+	zero := s.MulS(x, 0)
+	return s.Sum(s.Mul(s.Where(s.NeS(m, 0), x, s.Detach(zero)), m), false)
+}
+
+// MaskedMean is veRL's masked_mean: Σ where(m≠0, x, 0)·m / (Σm + 1e-8).
+func MaskedMean(s *torch.Scope, x, m *torch.Tensor) *torch.Tensor {
+	return s.Div(maskedSum(s, x, m), s.AddS(s.Sum(m, false), maskEps))
+}
+
+// AggLoss is agg_loss on tensors (see algo.AggLoss for the formulas):
+//
+//	token-mean              Σ(x·m)/(Σm + 1e-8)          (NaN-safe masked mean)
+//	seq-mean-token-sum      row mean over rows with Σm>0 of Σ_t x·m
+//	seq-mean-token-mean     row mean over rows with Σm>0 of Σ_t x·m/(Σ_t m + 1e-8)
+//	seq-mean-token-sum-norm Σ_all x·m / T
+//
+// x, m: (B, T). An unknown mode fails the scope with an error listing the
+// valid modes.
+func AggLoss(s *torch.Scope, x, m *torch.Tensor, mode string) *torch.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	switch mode {
+	case algo.TokenMean:
+		return MaskedMean(s, x, m)
+	case algo.SeqMeanTokenSumNorm:
+		t := x.Size(-1)
+		if t <= 0 {
+			s.Errorf("starpo.AggLoss", "seq-mean-token-sum-norm needs at least one column")
+			return nil
+		}
+		return s.DivS(s.Sum(s.Mul(x, m), false), float64(t))
+	case algo.SeqMeanTokenSum, algo.SeqMeanTokenMean:
+		seq := s.Sum(s.Mul(x, m), false, -1) // (B)
+		n := s.Sum(m, false, -1)              // (B)
+		if mode == algo.SeqMeanTokenMean {
+			seq = s.Div(seq, s.AddS(n, maskEps))
+		}
+		w := s.Cast(s.GtS(n, 0), x.DType()) // (B) rows with tokens
+		return MaskedMean(s, seq, w)
+	}
+	s.Fail(fmt.Errorf("starpo: %w %q (valid: %s)", algo.ErrUnknownLossAggMode, mode, strings.Join(algo.LossAggModes(), ", ")))
+	return nil
+}
+
+// PolicyLoss is veRL's compute_policy_loss on tensors, per token:
+//
+//	ρ = exp(clamp(lp − old, −20, 20))
+//	L1 = −A·ρ;  L2 = −A·clamp(ρ, 1−ε_low, 1+ε_high);  Lc = max(L1, L2)
+//	L = min(Lc, −A·c) where A < 0 (dual clip), else Lc
+//
+// pg_loss = agg_loss(L, m, mode). logp carries the autograd graph; old, adv
+// and m are constants. Metrics: actor/pg_loss, actor/pg_clipfrac,
+// actor/ppo_kl, actor/pg_clipfrac_lower.
+func PolicyLoss(s *torch.Scope, logp, old, adv, m *torch.Tensor, cfg algo.PolicyLossConfig) (*torch.Tensor, MetricTensors) {
+	if err := cfg.Validate(); err != nil {
+		s.Fail(fmt.Errorf("starpo: policy loss: %w", err))
+		return nil, nil
+	}
+	lo, hi := clipBounds(cfg)
+	negKL := s.Clamp(s.Sub(logp, old), -logRatioClamp, logRatioClamp) // (B,T)
+	ratio := s.Exp(negKL)
+	negA := s.Neg(adv)
+	l1 := s.Mul(negA, ratio)
+	l2 := s.Mul(negA, s.Clamp(ratio, 1-lo, 1+hi))
+	lc := s.Maximum(l1, l2)
+	l3 := s.MulS(negA, cfg.ClipRatioC)
+	lc2 := s.Minimum(l3, lc)
+	neg := s.LtS(adv, 0)
+	loss := s.Where(neg, lc2, lc)
+	pg := AggLoss(s, loss, m, cfg.LossAggMode)
+	dt := logp.DType()
+	met := MetricTensors{
+		algo.MetricPGLoss:          s.Detach(pg),
+		algo.MetricPGClipFrac:      MaskedMean(s, s.Cast(s.Gt(s.Detach(l2), s.Detach(l1)), dt), m),
+		algo.MetricPPOKL:           MaskedMean(s, s.Neg(s.Detach(negKL)), m),
+		algo.MetricPGClipFracLower: MaskedMean(s, s.Cast(s.And(s.Gt(s.Detach(lc), s.Detach(l3)), neg), dt), m),
+	}
+	return pg, met
+}
+
+func clipBounds(c algo.PolicyLossConfig) (lo, hi float64) {
+	lo, hi = c.ClipRatio, c.ClipRatio
+	if c.ClipRatioLow != nil {
+		lo = *c.ClipRatioLow
+	}
+	if c.ClipRatioHigh != nil {
+		hi = *c.ClipRatioHigh
+	}
+	return lo, hi
+}
+
+// KLPenalty is veRL's kl_penalty(logprob, ref_logprob, type) per token:
+// kl/k1 lp−ref; abs |lp−ref|; mse/k2 ½(lp−ref)²; low_var_kl/k3
+// clamp(eˣ−x−1, ±10) with x = clamp(ref−lp, ±20). A "+" suffix is the
+// straight-through variant: forward value of the base type, gradient of
+// ½(lp−ref)² (see doc/divergences/starpo-algo.md).
+func KLPenalty(s *torch.Scope, logp, ref *torch.Tensor, klType string) *torch.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	base, st := strings.CutSuffix(klType, "+")
+	if !validKLBase(base) || strings.HasSuffix(base, "+") {
+		s.Fail(fmt.Errorf("starpo: %w %q (valid: %s)", algo.ErrUnknownKLType, klType, strings.Join(algo.KLTypes(), ", ")))
+		return nil
+	}
+	d := s.Sub(logp, ref)
+	var kl *torch.Tensor
+	switch base {
+	case "kl", "k1":
+		kl = d
+	case "abs":
+		kl = s.Abs(d)
+	case "mse", "k2":
+		kl = s.MulS(s.Square(d), 0.5)
+	case "low_var_kl", "k3":
+		x := s.Clamp(s.Neg(d), -20, 20)
+		kl = s.Clamp(s.SubS(s.Sub(s.Exp(x), x), 1), -10, 10)
+	}
+	if !st {
+		return kl
+	}
+	k2 := s.MulS(s.Square(d), 0.5)
+	return s.Add(s.Sub(k2, s.Detach(k2)), s.Detach(kl))
+}
+
+func validKLBase(name string) bool {
+	switch name {
+	case "kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3":
+		return true
+	}
+	return false
+}
+
+// ValueLoss is veRL's compute_value_loss on tensors, per token:
+//
+//	v_clip = max(min(v_pred, V_old + ε_v), V_old − ε_v)
+//	vf_loss = ½·agg_loss(max((v_pred − R)², (v_clip − R)²), m, mode)
+//
+// vpred carries the graph. Metrics: critic/vf_loss (÷ GradAccum, as upstream
+// logs it), critic/vf_clipfrac, critic/vpred_mean.
+func ValueLoss(s *torch.Scope, vpred, values, returns, m *torch.Tensor, cfg algo.ValueLossConfig) (*torch.Tensor, MetricTensors) {
+	if err := cfg.Validate(); err != nil {
+		s.Fail(fmt.Errorf("starpo: value loss: %w", err))
+		return nil, nil
+	}
+	eps := cfg.ClipRangeValue
+	vclip := s.Maximum(s.Minimum(vpred, s.AddS(values, eps)), s.SubS(values, eps))
+	l1 := s.Square(s.Sub(vpred, returns))
+	l2 := s.Square(s.Sub(vclip, returns))
+	loss := s.MulS(AggLoss(s, s.Maximum(l1, l2), m, cfg.LossAggMode), 0.5)
+	accum := max(cfg.GradAccum, 1)
+	met := MetricTensors{
+		algo.MetricVFLoss:     s.DivS(s.Detach(loss), float64(accum)),
+		algo.MetricVFClipFrac: MaskedMean(s, s.Cast(s.Gt(s.Detach(l2), s.Detach(l1)), vpred.DType()), m),
+		algo.MetricVPredMean:  MaskedMean(s, s.Detach(vpred), m),
+	}
+	return loss, met
+}
+
+// ActorLoss is RAGEN dp_actor's objective of one micro-batch:
+// pg_loss − entropy_coeff·agg_loss(H) (when entropy_coeff ≠ 0) +
+// kl_loss_coef·agg_loss(kl_penalty(lp, ref)) (when use_kl_loss). entropy
+// and ref may be nil when their term is off. The caller divides by
+// grad_accum before backward.
+func ActorLoss(s *torch.Scope, logp, entropy, old, ref, adv, m *torch.Tensor, cfg algo.ActorLossConfig) (*torch.Tensor, MetricTensors) {
+	if err := cfg.Validate(); err != nil {
+		s.Fail(fmt.Errorf("starpo: actor loss: %w", err))
+		return nil, nil
+	}
+	loss, met := PolicyLoss(s, logp, old, adv, m, cfg.Policy)
+	if s.Err() != nil {
+		return nil, nil
+	}
+	mode := cfg.Policy.LossAggMode
+	if cfg.EntropyCoeff != 0 {
+		if entropy == nil {
+			s.Errorf("starpo.ActorLoss", "entropy_coeff=%g needs per-token entropies", cfg.EntropyCoeff)
+			return nil, nil
+		}
+		ent := AggLoss(s, entropy, m, mode)
+		met[algo.MetricEntropyLoss] = s.Detach(ent)
+		loss = s.Sub(loss, s.MulS(ent, cfg.EntropyCoeff))
+	}
+	if cfg.UseKLLoss {
+		if ref == nil {
+			s.Errorf("starpo.ActorLoss", "use_kl_loss needs reference log-probs")
+			return nil, nil
+		}
+		kl := AggLoss(s, KLPenalty(s, logp, ref, cfg.KLLossType), m, mode)
+		met[algo.MetricKLLoss] = s.Detach(kl)
+		met[algo.MetricKLCoef] = s.Full(nil, cfg.KLLossCoef, torch.Float64, torch.CPU)
+		loss = s.Add(loss, s.MulS(kl, cfg.KLLossCoef))
+	}
+	return loss, met
+}
