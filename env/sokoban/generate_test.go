@@ -111,3 +111,51 @@ func TestGenerateErrors(t *testing.T) {
 		t.Error("seed 2^32: want error (NumPy rejects it)")
 	}
 }
+
+// testdata/reset_retry_reference.json: upstream SokobanEnv.reset for seeds
+// whose generation fails, run with PYTHONHASHSEED=0 (the same Python
+// transliteration as generated_reference.json plus upstream's retry
+// `reset(abs(hash(str(seed))) % 2**32)`); "retries" lists the seeds tried.
+func TestResetRetriesMatchUpstreamHashSeed0(t *testing.T) {
+	data, err := os.ReadFile("testdata/reset_retry_reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets []struct {
+		Rows, Cols  int
+		NumBoxes    int `json:"num_boxes"`
+		SearchDepth int `json:"search_depth"`
+		Cases       []struct {
+			Seed    int64
+			Retries []int64
+			Fixed   string
+			State   string
+		}
+	}
+	if err := json.Unmarshal(data, &sets); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, set := range sets {
+		e, err := New(map[string]any{"dim_room": []any{set.Rows, set.Cols}, "num_boxes": set.NumBoxes, "search_depth": set.SearchDepth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range set.Cases {
+			n++
+			if _, err := e.Reset(ctx, c.Seed, "train"); err != nil {
+				t.Fatal(err)
+			}
+			room := e.Room()
+			if got := e.GeneratedFromSeed(); got != c.Retries[len(c.Retries)-1] {
+				t.Errorf("seed %d: generated from %d, want %d (chain %v)", c.Seed, got, c.Retries[len(c.Retries)-1], c.Retries)
+			}
+			if codes(room.Fixed) != c.Fixed || codes(room.State) != c.State {
+				t.Errorf("seed %d: room differs from upstream's", c.Seed)
+			}
+		}
+	}
+	if n != 41 {
+		t.Errorf("%d cases", n)
+	}
+}

@@ -188,17 +188,6 @@ func (e *Env) SetRoom(room Room) error {
 	return nil
 }
 
-// RetrySeed is the seed tried after seed failed to generate a level.
-// Upstream uses abs(hash(str(seed))) % 2**32, which depends on Python's
-// per-process string-hash salt; we use splitmix64(seed) mod 2^32.
-func RetrySeed(seed int64) int64 {
-	z := uint64(seed) + 0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	return int64(z & 0xFFFFFFFF)
-}
-
 // Reset generates the level for seed (envs.md §2.1), or loads level
 // seed mod N when level_file is set. If generation fails
 // (not enough space, or zero score after four tries) it retries with

@@ -274,7 +274,7 @@ func TestResetRetries(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	// 6x6 with 3 boxes fails for some seeds (upstream's reference data has
-	// 26 of 60); those resets land on a derived seed deterministically.
+	// 26 of 60); those resets land on RetrySeed(seed) deterministically.
 	e, _ = New(map[string]any{"num_boxes": 3})
 	retried := 0
 	for seed := range int64(20) {
