@@ -225,10 +225,14 @@ func FuzzReadJSONLTasks(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add([]byte(`{"target": 1e400, "nums": [1]}`))
+	f.Add([]byte(`[{"target": 3, "nums": [1, 2]}, {"target": 2.0, "nums": [2]}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tasks, err := ReadJSONLTasks(bytes.NewReader(b), 0)
 		if err == nil {
 			_ = FilterSolvable(tasks)
+		}
+		if tasks, err := ReadJSONTasks(bytes.NewReader(b), 3); err == nil && len(tasks) > 3 {
+			t.Fatalf("max_instances 3 gave %d tasks", len(tasks))
 		}
 	})
 }

@@ -231,7 +231,13 @@ func TestConcurrentEnvs(t *testing.T) {
 func FuzzReadJSONL(f *testing.F) {
 	f.Add([]byte(`{"query": "What is 2 + 3?", "response": "The answer is: 5"}`))
 	f.Add([]byte("{\"query\": \"q\", \"response\": \"r\"}\n\n{}"))
+	f.Add([]byte(`[{"query": "Q1", "response": "The answer is: 1"}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if items, err := ReadJSON(bytes.NewReader(b)); err == nil {
+			for _, it := range items {
+				_, _ = ExtractAnswer(it.Response)
+			}
+		}
 		items, err := ReadJSONL(bytes.NewReader(b))
 		if err != nil {
 			return

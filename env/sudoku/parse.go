@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Placement is a parsed action, 0-based.
@@ -13,22 +14,36 @@ type Placement struct {
 }
 
 // Upstream's action patterns, tried in order on the lowercased, trimmed
-// action; the first that matches anywhere wins.
-var actionPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`place\s+(\d+)\s+at\s+row\s+(\d+)\s+col\s+(\d+)`),
-	regexp.MustCompile(`place\s+(\d+)\s+at\s+\((\d+),\s*(\d+)\)`),
-	regexp.MustCompile(`place\s+(\d+)\s+at\s+(\d+),\s*(\d+)`),
-	regexp.MustCompile(`(\d+)\s+at\s+(\d+),\s*(\d+)`),
-	regexp.MustCompile(`\((\d+),\s*(\d+),\s*(\d+)\)`),
-	regexp.MustCompile(`(\d+),\s*(\d+),\s*(\d+)`),
-}
+// action; the first that matches anywhere wins. Python's \d and \s match
+// Unicode decimal digits and whitespace, so the Go patterns spell those
+// classes out.
+var actionPatterns = func() []*regexp.Regexp {
+	const d = `(\p{Nd}+)`
+	const sp = `[\t\n\v\f\r\x{1c}-\x{1f}\x{85}\p{Z}]`
+	pats := []string{
+		`place` + sp + `+` + d + sp + `+at` + sp + `+row` + sp + `+` + d + sp + `+col` + sp + `+` + d,
+		`place` + sp + `+` + d + sp + `+at` + sp + `+\(` + d + `,` + sp + `*` + d + `\)`,
+		`place` + sp + `+` + d + sp + `+at` + sp + `+` + d + `,` + sp + `*` + d,
+		d + sp + `+at` + sp + `+` + d + `,` + sp + `*` + d,
+		`\(` + d + `,` + sp + `*` + d + `,` + sp + `*` + d + `\)`,
+		d + `,` + sp + `*` + d + `,` + sp + `*` + d,
+	}
+	out := make([]*regexp.Regexp, len(pats))
+	for i, p := range pats {
+		out[i] = regexp.MustCompile(p)
+	}
+	return out
+}()
+
+// isPySpace is Python's str.isspace.
+func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
 
 // ParseAction reads an action for an n×n board. The three numbers are
 // (number, row, column) when the action contains "place" or "at" anywhere,
 // else (row, column, number); rows and columns are 1-based in the text.
 // Errors carry upstream's messages.
 func ParseAction(action string, n int) (Placement, error) {
-	a := strings.ToLower(strings.TrimSpace(action))
+	a := strings.TrimFunc(strings.ToLower(action), isPySpace)
 	var m []string
 	for _, re := range actionPatterns {
 		if m = re.FindStringSubmatch(a); m != nil {
@@ -57,11 +72,15 @@ func ParseAction(action string, n int) (Placement, error) {
 	return Placement{Row: r - 1, Col: c - 1, Num: v}, nil
 }
 
-// number converts a run of ASCII digits the way Python's int() does and
-// also returns its decimal text; values too large for an int come back as
-// -1 (out of every range) with their full text.
+// number converts a run of decimal digits (any Unicode Nd digits, as
+// Python's int() accepts) and also returns its canonical decimal text;
+// values too large for an int come back as -1 (out of every range).
 func number(digits string) (int, string) {
-	s := strings.TrimLeft(digits, "0")
+	var b strings.Builder
+	for _, r := range digits {
+		b.WriteByte(byte('0' + digitValue(r)))
+	}
+	s := strings.TrimLeft(b.String(), "0")
 	if s == "" {
 		s = "0"
 	}
@@ -73,4 +92,18 @@ func number(digits string) (int, string) {
 		return -1, s
 	}
 	return v, s
+}
+
+// digitValue is the value of a Unicode decimal digit: Nd characters come
+// in runs of whole 0..9 sequences, so it is the offset from the run's
+// start modulo 10.
+func digitValue(r rune) int {
+	if r >= '0' && r <= '9' {
+		return int(r - '0')
+	}
+	start := r
+	for start > 0 && unicode.Is(unicode.Nd, start-1) {
+		start--
+	}
+	return int(r-start) % 10
 }

@@ -161,6 +161,11 @@ func TestParseAction(t *testing.T) {
 		// "at" inside another word flips the order to (num, row, col).
 		{"format: 2,3,5", Placement{2, 4, 2}, ""},
 		{"007,1,1", Placement{6, 0, 1}, ""},
+		// Python's \d and \s are Unicode-aware: fullwidth ５ (U+FF15) and a
+		// no-break space (U+00A0) work as in upstream.
+		{"place ５ at row\u00a02 col 3", Placement{1, 2, 5}, ""},
+		{"\u001fplace 5 at row 2 col 3\u3000", Placement{1, 2, 5}, ""},
+		{"٢,٣,٥", Placement{1, 2, 5}, ""},
 		{"place 5 at row 10 col 3", Placement{}, "Row 10 is out of range (1-9)"},
 		{"place 5 at row 0 col 3", Placement{}, "Row 0 is out of range (1-9)"},
 		{"place 5 at row 2 col 12", Placement{}, "Column 12 is out of range (1-9)"},
