@@ -2,6 +2,7 @@ package bandit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -40,15 +41,19 @@ func DefaultConfig() Config {
 		HiArmHiscore: 1, HiArmHiscoreProb: 0.25, RenderMode: "text"}
 }
 
-// Validate reports config values the env cannot work with.
+// Validate reports every config value the env cannot work with.
 func (c Config) Validate() error {
+	var errs []error
 	if _, ok := pairs[c.Split]; !ok {
-		return fmt.Errorf("bandit: split %q: want \"train\" or \"test\"", c.Split)
+		errs = append(errs, fmt.Errorf("bandit: split %q: want \"train\" or \"test\"", c.Split))
 	}
 	if c.RenderMode != "text" {
-		return fmt.Errorf("bandit: render_mode %q: only \"text\" is supported", c.RenderMode)
+		errs = append(errs, fmt.Errorf("bandit: render_mode %q: only \"text\" is supported", c.RenderMode))
 	}
-	return nil
+	if !(c.HiArmHiscoreProb >= 0 && c.HiArmHiscoreProb <= 1) {
+		errs = append(errs, fmt.Errorf("bandit: hi_arm_hiscore_prob %v: must be in [0, 1]", c.HiArmHiscoreProb))
+	}
+	return errors.Join(errs...)
 }
 
 // Pair is one (low arm, high arm) name pair.

@@ -120,6 +120,10 @@ func TestInvalidActionAndErrors(t *testing.T) {
 	if _, err := New(map[string]any{"split": "dev"}); err == nil || !strings.Contains(err.Error(), "split") {
 		t.Errorf("bad split: %v", err)
 	}
+	if _, err := New(map[string]any{"split": "dev", "render_mode": "rgb_array"}); err == nil ||
+		!strings.Contains(err.Error(), "split") || !strings.Contains(err.Error(), "render_mode") {
+		t.Errorf("two bad values should both be reported: %v", err)
+	}
 	if _, err := New(map[string]any{"lo_arm_name": "Phoenix"}); err == nil || !strings.Contains(err.Error(), "lo_arm_name") {
 		t.Errorf("unknown key: %v", err)
 	}
