@@ -40,3 +40,18 @@ func ExampleScripted() {
 	fmt.Println(r.Float64(), r.Intn(4))
 	// Output: 0.1 3
 }
+
+func ExampleDefaultTags() {
+	tags, err := env.DefaultTags()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	t, _ := tags.Lookup("CoordSokoban")
+	fmt.Println(t.EnvType, t.MaxActionsPerTraj, *t.MaxTokens, t.EnvConfig["observation_format"])
+	_, err = tags.Lookup("CoordSokobn")
+	fmt.Println(err != nil)
+	// Output:
+	// sokoban 10 120 grid_coord
+	// true
+}
