@@ -143,10 +143,14 @@ func (e *Env) Len() int { return len(e.items) }
 // Item returns the current question's record.
 func (e *Env) Item() Item { return e.items[e.idx] }
 
-// CorrectAnswer is the reference answer of the current question (false when
-// its response has no "The answer is: "). The manager copies it into the
-// rollout cache for the MetamathQA tag.
-func (e *Env) CorrectAnswer() (string, bool) { return e.answer, e.hasAnswer }
+// CorrectAnswer is the reference answer of the current question ("" when
+// its response has no "The answer is: "); the rollout manager copies it
+// into the rollout cache for the MetamathQA tag (ragen.CorrectAnswerer).
+func (e *Env) CorrectAnswer() string { return e.answer }
+
+// ReferenceAnswer is CorrectAnswer together with whether the response had
+// the marker at all (upstream's None when it did not).
+func (e *Env) ReferenceAnswer() (string, bool) { return e.answer, e.hasAnswer }
 
 // SetIndex puts the env on question i, as a reset would.
 func (e *Env) SetIndex(i int) error {

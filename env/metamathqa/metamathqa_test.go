@@ -96,9 +96,10 @@ func TestResetSeededMatchesCPython(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(obs, tc.prefix), "seed %d: %q", tc.seed, obs)
 		assert.Equal(t, obs, e.Render())
-		a, ok := e.CorrectAnswer()
+		a, ok := e.ReferenceAnswer()
 		assert.True(t, ok)
 		assert.Equal(t, tc.answer, a)
+		assert.Equal(t, tc.answer, e.CorrectAnswer())
 	}
 }
 
@@ -142,8 +143,9 @@ func TestEpisode(t *testing.T) {
 func TestNoMarkerNeverCorrect(t *testing.T) {
 	e, err := NewFromItems(DefaultConfig(), []Item{{Query: "q", Response: "The result is 7."}}, nil)
 	require.NoError(t, err)
-	_, ok := e.CorrectAnswer()
+	_, ok := e.ReferenceAnswer()
 	assert.False(t, ok)
+	assert.Equal(t, "", e.CorrectAnswer())
 	res, err := e.Step(context.Background(), env.Action{Text: "7"})
 	require.NoError(t, err)
 	assert.Equal(t, 0.0, res.Reward)
@@ -217,7 +219,7 @@ func TestConcurrentEnvs(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				a, _ := e.CorrectAnswer()
+				a := e.CorrectAnswer()
 				res, err := e.Step(context.Background(), env.Action{Text: a})
 				if err != nil || res.Reward != 1 {
 					t.Errorf("seed %d: %v %v", g*50+s, res.Reward, err)
@@ -295,3 +297,7 @@ func BenchmarkStepRender(b *testing.B) {
 		_ = e.Render()
 	}
 }
+
+// The rollout manager reads the reference through this method set
+// (ragen.CorrectAnswerer).
+var _ interface{ CorrectAnswer() string } = (*Env)(nil)
