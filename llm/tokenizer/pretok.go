@@ -11,6 +11,10 @@ import (
 // backtracking semantics.
 const Qwen2SplitPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 
+// Llama3SplitPattern is the Llama-3 split regex: Qwen2's with digits in
+// groups of up to three.
+const Llama3SplitPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+
 // Character classes of the pattern. \s is the Unicode White_Space set, which
 // is what unicode.IsSpace implements (tab, \v, \f, U+0085, U+00A0, U+3000,
 // U+2028 ... but not U+200B, U+180E, U+FEFF or U+001C-U+001F), matching the
@@ -35,9 +39,13 @@ func decodeAt(s string, i int) (rune, int) {
 // splitQwen2 calls emit for each piece of s as the Qwen2 split regex with
 // behavior Isolated cuts it: matches and the (never occurring, since the
 // final \s+ and the other alternatives cover every rune) gaps between them.
-func splitQwen2(s string, emit func(piece string)) {
+func splitQwen2(s string, emit func(piece string)) { splitPattern(s, 1, emit) }
+
+// splitPattern splits with the Qwen2 pattern (maxDigits 1) or the Llama-3
+// pattern (maxDigits 3).
+func splitPattern(s string, maxDigits int, emit func(piece string)) {
 	for i := 0; i < len(s); {
-		n := matchQwen2(s, i)
+		n := matchQwen2(s, i, maxDigits)
 		emit(s[i : i+n])
 		i += n
 	}
@@ -45,7 +53,7 @@ func splitQwen2(s string, emit func(piece string)) {
 
 // matchQwen2 returns the length (> 0) of the match of the Qwen2 pattern at
 // s[i:]. Every rune starts some alternative, so there is always a match.
-func matchQwen2(s string, i int) int {
+func matchQwen2(s string, i, maxDigits int) int {
 	r, w := decodeAt(s, i)
 	// (?i:'s|'t|'re|'ve|'m|'ll|'d): ASCII case-insensitive (the reference
 	// does not fold U+017F ſ to s).
@@ -71,9 +79,17 @@ func matchQwen2(s string, i int) int {
 			return w + letterRun(s, i+w)
 		}
 	}
-	// \p{N}
+	// \p{N} (Qwen2) or \p{N}{1,3} (Llama-3)
 	if isN(r) {
-		return w
+		n := w
+		for k := 1; k < maxDigits && i+n < len(s); k++ {
+			x, xw := decodeAt(s, i+n)
+			if !isN(x) {
+				break
+			}
+			n += xw
+		}
+		return n
 	}
 	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
 	j := i

