@@ -29,6 +29,7 @@ type Config struct {
 	RenderMode        string            `yaml:"render_mode"`
 	ObservationFormat string            `yaml:"observation_format"` // grid | coord | grid_coord
 	ActionMap         map[int]int       `yaml:"action_map"`         // our id -> gym action
+	MapLookup         map[string]int    `yaml:"map_lookup"`         // tile letter -> render code
 	GridLookup        map[int]string    `yaml:"grid_lookup"`
 	GridVocab         map[string]string `yaml:"grid_vocab"`
 	ActionLookupMap   map[int]string    `yaml:"action_lookup"`
@@ -39,6 +40,7 @@ func DefaultConfig() Config {
 	return Config{
 		Size: 4, P: 0.9, SuccessRate: 0.8, IsSlippery: true, RenderMode: "text", ObservationFormat: "grid",
 		ActionMap:  map[int]int{1: 0, 2: 1, 3: 2, 4: 3},
+		MapLookup:  map[string]int{"P": 0, "F": 1, "H": 2, "G": 3},
 		GridLookup: map[int]string{0: "P", 1: "_", 2: "O", 3: "G", 4: "X", 5: "√"},
 		GridVocab: map[string]string{"P": "player", "_": "empty", "O": "hole", "G": "goal",
 			"X": "player in hole", "√": "player on goal"},
@@ -65,6 +67,11 @@ func (c Config) Validate() error {
 	}
 	if c.RenderMode != "text" {
 		errs = append(errs, fmt.Sprintf("render_mode %q: only \"text\" is supported", c.RenderMode))
+	}
+	for _, k := range []string{"F", "H", "G"} {
+		if _, ok := c.MapLookup[k]; !ok {
+			errs = append(errs, fmt.Sprintf("map_lookup lacks %q", k))
+		}
 	}
 	for id, a := range c.ActionMap {
 		if a < 0 || a > 3 {
@@ -350,16 +357,16 @@ func (e *Env) Render() string {
 	return e.renderGrid()
 }
 
-// Render codes of grid_lookup.
+// Render codes of the player's cell.
 const (
-	codePlayer = iota
-	codeFrozen
-	codeHole
-	codeGoal
-	codePlayerInHole
-	codePlayerOnGoal
+	codePlayer       = 0
+	codePlayerInHole = 4
+	codePlayerOnGoal = 5
 )
 
+// renderGrid is upstream's grid render: S shown as F, each tile mapped
+// through map_lookup, then the player's cell set to 4 on a hole, 5 on the
+// goal, else 0; codes are printed through grid_lookup ("?" if missing).
 func (e *Env) renderGrid() string {
 	var b strings.Builder
 	for r := range e.rows {
@@ -369,7 +376,7 @@ func (e *Env) renderGrid() string {
 		for c := range e.cols {
 			pos := r*e.cols + c
 			t := e.desc[r][c]
-			code := codeFrozen
+			var code int
 			switch {
 			case pos == e.pos && t == 'H':
 				code = codePlayerInHole
@@ -377,10 +384,10 @@ func (e *Env) renderGrid() string {
 				code = codePlayerOnGoal
 			case pos == e.pos:
 				code = codePlayer
-			case t == 'H':
-				code = codeHole
-			case t == 'G':
-				code = codeGoal
+			case t == 'S':
+				code = e.cfg.MapLookup["F"]
+			default:
+				code = e.cfg.MapLookup[string(t)]
 			}
 			s, ok := e.cfg.GridLookup[code]
 			if !ok {

@@ -360,3 +360,21 @@ func TestPromptDefaultsMatchConfig(t *testing.T) {
 		}
 	}
 }
+
+// map_lookup (upstream field) remaps tile codes before grid_lookup.
+func TestMapLookup(t *testing.T) {
+	e, err := New(map[string]any{"map_lookup": map[string]any{"P": 0, "F": 2, "H": 1, "G": 3}, "is_slippery": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.setMap(testMap); err != nil {
+		t.Fatal(err)
+	}
+	// F -> 2 ("O"), H -> 1 ("_"): the picture's holes and ice swap.
+	if got := e.Render(); got != "POOO\nO_O_\nOOO_\n_OOG" {
+		t.Errorf("grid = %q", got)
+	}
+	if _, err := New(map[string]any{"map_lookup": map[string]any{"F": 1}}); err == nil {
+		t.Error("incomplete map_lookup: want error")
+	}
+}
