@@ -33,6 +33,10 @@ type Config struct {
 	// Generator seeded with the reset seed alone, so all envs of a group
 	// share one prompt; the reward coin still uses seed+internal_seed.
 	GroupConsistent bool `yaml:"group_consistent"`
+	// IntScores names the score fields given as Python ints in env_config
+	// ("lo_arm_score", ...): upstream then returns and prints that reward
+	// as an int ("Trader: 1 points"). New fills it from env_config.
+	IntScores map[string]bool `yaml:"-"`
 }
 
 // DefaultConfig returns upstream's defaults.
@@ -96,6 +100,15 @@ func New(envConfig map[string]any) (*Env, error) {
 	cfg := DefaultConfig()
 	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("bandit: %w", err)
+	}
+	for _, k := range []string{"lo_arm_score", "hi_arm_loscore", "hi_arm_hiscore"} {
+		switch envConfig[k].(type) {
+		case int, int64:
+			if cfg.IntScores == nil {
+				cfg.IntScores = map[string]bool{}
+			}
+			cfg.IntScores[k] = true
+		}
 	}
 	return NewWithInternalSeed(cfg, instanceCounter.Add(1)-1)
 }
@@ -169,17 +182,19 @@ func (e *Env) Step(_ context.Context, a env.Action) (env.StepResult, error) {
 			"action_is_effective": false, "action_is_valid": false, "success": false}}, nil
 	}
 	var reward float64
+	var key string
 	if a.ID == e.hiID {
 		if e.rng.Float64() < e.cfg.HiArmHiscoreProb {
-			reward = e.cfg.HiArmHiscore
+			reward, key = e.cfg.HiArmHiscore, "hi_arm_hiscore"
 		} else {
-			reward = e.cfg.HiArmLoscore
+			reward, key = e.cfg.HiArmLoscore, "hi_arm_loscore"
 		}
 	} else {
-		reward = e.cfg.LoArmScore
+		reward, key = e.cfg.LoArmScore, "lo_arm_score"
 	}
-	e.render = fmt.Sprintf("%s: %s points", name, env.PyFloatRepr(reward))
-	return env.StepResult{Observation: e.render, Reward: reward, Done: true, Info: env.Info{
+	isInt := e.cfg.IntScores[key]
+	e.render = fmt.Sprintf("%s: %s points", name, env.FormatReward(reward, isInt))
+	return env.StepResult{Observation: e.render, Reward: reward, RewardIsInt: isInt, Done: true, Info: env.Info{
 		"action_is_effective": true, "action_is_valid": true, "success": a.ID == e.hiID}}, nil
 }
 

@@ -180,3 +180,21 @@ func BenchmarkStepRender(b *testing.B) {
 		_ = e.Render()
 	}
 }
+
+// Scores given as ints in env_config stay Python ints: str(1) is "1".
+func TestIntScores(t *testing.T) {
+	e, err := New(map[string]any{"lo_arm_score": 2, "hi_arm_hiscore": 1.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetArms(Pair{"Teacher", "Trader"}, true, env.NewScripted([]float64{0.1}, nil))
+	r, _ := e.Step(ctx, env.Action{ID: 1})
+	if r.Observation != "Teacher: 2 points" || !r.RewardIsInt || r.Reward != 2 {
+		t.Errorf("int score: %+v", r)
+	}
+	e.SetArms(Pair{"Teacher", "Trader"}, true, env.NewScripted([]float64{0.1}, nil))
+	r, _ = e.Step(ctx, env.Action{ID: 2})
+	if r.Observation != "Trader: 1.0 points" || r.RewardIsInt {
+		t.Errorf("float score: %+v", r)
+	}
+}
