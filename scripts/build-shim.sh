@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds libragen_torch.so, the standalone form of ragen's C++ shim
+# (internal/torch/csrc/*.cc, unchanged), against a libtorch:
+#   - the PyTorch installed for $PYTHON (a pip wheel ships torch/include and
+#     torch/lib; CUDA is enabled when that torch was built with CUDA), or
+#   - Debian's libtorch-dev when TORCH=system or $PYTHON has no torch.
+# Go binaries built with `-tags torchshared` link this library instead of
+# compiling the shim in (see doc/design.md, "CUDA and other libtorch builds").
+#
+# usage: scripts/build-shim.sh OUTDIR [SRCDIR]
+set -euo pipefail
+out=${1:?usage: build-shim.sh OUTDIR [SRCDIR]}
+src=${2:-$(cd "$(dirname "$0")/.." && pwd)/internal/torch/csrc}
+PYTHON=${PYTHON:-python3}
+CXX=${CXX:-g++}
+mkdir -p "$out"
+
+flags=(-std=c++17 -O2 -fPIC -shared -Wno-deprecated-declarations -Wno-unused-parameter)
+libs=()
+info=""
+if [[ ${TORCH:-} != system ]] && info=$("$PYTHON" - <<'PY' 2>/dev/null
+import os, torch
+print(os.path.dirname(torch.__file__))
+print(int(torch._C._GLIBCXX_USE_CXX11_ABI))
+print(1 if torch.version.cuda else 0)
+print(torch.__version__)
+PY
+) && [[ -d $(sed -n 1p <<<"$info")/include/ATen ]]; then
+	T=$(sed -n 1p <<<"$info")
+	abi=$(sed -n 2p <<<"$info")
+	cuda=$(sed -n 3p <<<"$info")
+	echo "build-shim: PyTorch $(sed -n 4p <<<"$info") at $T (cxx11 abi $abi, cuda $cuda)" >&2
+	flags+=(-isystem "$T/include" -isystem "$T/include/torch/csrc/api/include" "-D_GLIBCXX_USE_CXX11_ABI=$abi")
+	libs+=(-L"$T/lib" -Wl,-rpath,"$T/lib")
+	if [[ $cuda == 1 ]]; then
+		flags+=(-DRAGEN_WITH_CUDA)
+		# a wheel's CUDA headers (cuda_runtime_api.h) live under site-packages/nvidia/*/include
+		for d in "$T"/../nvidia/*/include; do [[ -d $d ]] && flags+=(-isystem "$d"); done
+		if command -v nvcc >/dev/null; then flags+=(-isystem "$(dirname "$(command -v nvcc)")/../include"); fi
+		for d in /usr/local/cuda/include; do [[ -d $d ]] && flags+=(-isystem "$d"); done
+		libs+=(-Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed)
+	fi
+else
+	echo "build-shim: Debian libtorch (/usr/include, /usr/lib)" >&2
+fi
+libs+=(-ltorch -ltorch_cpu -lc10)
+"$CXX" "${flags[@]}" -o "$out/libragen_torch.so" "$src"/*.cc "${libs[@]}"
+echo "build-shim: wrote $out/libragen_torch.so" >&2
