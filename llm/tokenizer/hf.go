@@ -28,6 +28,10 @@ type HF struct {
 	normalize bool // NFC normalizer
 	maxDigits int  // digits per pre-token: 1 (Qwen2) or 3 (Llama-3)
 
+	// Special tokens a TemplateProcessing post-processor puts around a
+	// single sequence (add_special_tokens=True), e.g. Llama-3's BOS.
+	prefixIDs, suffixIDs []int
+
 	idToken []string // token string as stored (byte-level or added content); "" for holes
 	idBytes [][]byte // bytes each id decodes to
 	special []bool   // special added tokens (skipped by DecodeSkipSpecial)
@@ -170,15 +174,83 @@ func (h *HF) parseTokenizer(data []byte) error {
 	if err := checkByteLevel("decoder", f.Decoder, false); err != nil {
 		return err
 	}
-	if !isNull(f.PostProcessor) { // ByteLevel post-processing only adjusts offsets
-		if err := checkByteLevel("post_processor", f.PostProcessor, false); err != nil {
-			return err
-		}
-	}
 	if err := h.parseModel(f.Model); err != nil {
 		return err
 	}
-	return h.parseAdded(f.AddedTokens)
+	if err := h.parseAdded(f.AddedTokens); err != nil {
+		return err
+	}
+	if !isNull(f.PostProcessor) {
+		return h.parsePostProcessor("post_processor", f.PostProcessor)
+	}
+	return nil
+}
+
+// parsePostProcessor accepts ByteLevel (offsets only), TemplateProcessing
+// (special tokens around a single sequence) and a Sequence of them.
+func (h *HF) parsePostProcessor(field string, raw json.RawMessage) error {
+	var p struct {
+		Type       string            `json:"type"`
+		Processors []json.RawMessage `json:"processors"`
+		Single     []struct {
+			SpecialToken *struct {
+				ID string `json:"id"`
+			} `json:"SpecialToken"`
+			Sequence *struct {
+				ID string `json:"id"`
+			} `json:"Sequence"`
+		} `json:"single"`
+		SpecialTokens map[string]struct {
+			IDs []int `json:"ids"`
+		} `json:"special_tokens"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	switch p.Type {
+	case "ByteLevel":
+		return checkByteLevel(field, raw, false)
+	case "Sequence":
+		for i, sub := range p.Processors {
+			if err := h.parsePostProcessor(fmt.Sprintf("%s.processors[%d]", field, i), sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "TemplateProcessing":
+		seen := false
+		for i, piece := range p.Single {
+			switch {
+			case piece.Sequence != nil:
+				if piece.Sequence.ID != "A" || seen {
+					return fmt.Errorf("%s.single[%d]: unsupported sequence %q", field, i, piece.Sequence.ID)
+				}
+				seen = true
+			case piece.SpecialToken != nil:
+				st, ok := p.SpecialTokens[piece.SpecialToken.ID]
+				if !ok || len(st.IDs) == 0 {
+					return fmt.Errorf("%s.single[%d]: special token %q not in special_tokens", field, i, piece.SpecialToken.ID)
+				}
+				for _, id := range st.IDs {
+					if id < 0 || id >= len(h.valid) || !h.valid[id] {
+						return fmt.Errorf("%s.special_tokens[%q]: id %d is not a token", field, piece.SpecialToken.ID, id)
+					}
+				}
+				if seen {
+					h.suffixIDs = append(h.suffixIDs, st.IDs...)
+				} else {
+					h.prefixIDs = append(h.prefixIDs, st.IDs...)
+				}
+			default:
+				return fmt.Errorf("%s.single[%d]: want SpecialToken or Sequence", field, i)
+			}
+		}
+		if !seen {
+			return fmt.Errorf("%s.single: no Sequence A", field)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: unsupported type %q", field, p.Type)
 }
 
 func (h *HF) parseNormalizer(raw json.RawMessage) error {
@@ -583,11 +655,27 @@ func (h *HF) parseGenerationConfig(data []byte) error {
 }
 
 // Encode tokenizes text as the Hugging Face tokenizer does with
-// add_special_tokens=True (which adds nothing for Qwen): added tokens are
-// cut out first, the rest is NFC-normalised, split with the Qwen2 pattern,
-// mapped to bytes and merged with BPE.
-func (h *HF) Encode(text string) []int {
-	ids := make([]int, 0, len(text)/3+4)
+// add_special_tokens=True (which adds nothing for Qwen; Llama-3 hub files
+// prepend <|begin_of_text|>): added tokens are cut out first, the rest is
+// NFC-normalised, split with the Qwen2 (or Llama-3) pattern, mapped to
+// bytes and merged with BPE.
+func (h *HF) Encode(text string) []int { return h.EncodeSpecial(text, true) }
+
+// EncodeSpecial is Encode with add_special_tokens as given: false leaves out
+// the tokens a TemplateProcessing post-processor adds (e.g. BOS).
+func (h *HF) EncodeSpecial(text string, addSpecialTokens bool) []int {
+	ids := make([]int, 0, len(text)/3+4+len(h.prefixIDs)+len(h.suffixIDs))
+	if addSpecialTokens {
+		ids = append(ids, h.prefixIDs...)
+	}
+	ids = h.encodeText(ids, text)
+	if addSpecialTokens {
+		ids = append(ids, h.suffixIDs...)
+	}
+	return ids
+}
+
+func (h *HF) encodeText(ids []int, text string) []int {
 	for _, seg := range h.rawMatch.split(text) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)

@@ -501,3 +501,39 @@ func TestHFLlama3Fixtures(t *testing.T) {
 	}
 	t.Logf("%d encode, %d decode fixtures, %d encode mismatches", len(f.Encode), len(f.Decode), bad)
 }
+
+// TestHFTemplateProcessing: a Llama-3-style post-processor puts special
+// tokens around the sequence when add_special_tokens is on.
+func TestHFTemplateProcessing(t *testing.T) {
+	tj := tinyTokenizer(t, func(m map[string]any) {
+		m["added_tokens"] = append(m["added_tokens"].([]any), map[string]any{"id": 260, "content": "<s>", "special": true})
+		m["post_processor"] = map[string]any{"type": "Sequence", "processors": []any{
+			map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
+			map[string]any{"type": "TemplateProcessing",
+				"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<s>", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}, map[string]any{"SpecialToken": map[string]any{"id": "<|eot|>", "type_id": 0}}},
+				"special_tokens": map[string]any{"<s>": map[string]any{"id": "<s>", "ids": []any{260}, "tokens": []any{"<s>"}}, "<|eot|>": map[string]any{"id": "<|eot|>", "ids": []any{259}, "tokens": []any{"<|eot|>"}}},
+			},
+		}}
+	})
+	tok, err := ParseHF(tj, []byte(`{}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "abc" is one token (257); <s> (260) before, <|eot|> (259) after.
+	if got := tok.Encode("abc"); !reflect.DeepEqual(got, []int{260, 257, 259}) {
+		t.Errorf("Encode = %v", got)
+	}
+	if got := tok.EncodeSpecial("abc", false); !reflect.DeepEqual(got, []int{257}) {
+		t.Errorf("EncodeSpecial(false) = %v", got)
+	}
+	bad := tinyTokenizer(t, func(m map[string]any) {
+		m["post_processor"] = map[string]any{"type": "TemplateProcessing", "single": []any{map[string]any{"SpecialToken": map[string]any{"id": "<bos>"}}}}
+	})
+	if _, err := ParseHF(bad, []byte(`{}`), nil); err == nil || !strings.Contains(err.Error(), `post_processor.single[0]: special token "<bos>" not in special_tokens`) {
+		t.Errorf("err = %v", err)
+	}
+	bert := tinyTokenizer(t, func(m map[string]any) { m["post_processor"] = map[string]any{"type": "BertProcessing"} })
+	if _, err := ParseHF(bert, []byte(`{}`), nil); err == nil || !strings.Contains(err.Error(), `post_processor: unsupported type "BertProcessing"`) {
+		t.Errorf("err = %v", err)
+	}
+}
