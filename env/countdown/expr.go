@@ -101,8 +101,8 @@ func (p *parser) peekOp() string {
 	s := p.src[p.pos:]
 	for _, op := range []string{"**", "//", "<<", ">>", "+", "-", "*", "/", "%", "&", "|", "^", "~", "(", ")"} {
 		if strings.HasPrefix(s, op) {
-			// "*=" and "/=" etc. are statements; "==" comparisons; bit ops are
-			// not ours: leave them for the caller to reject.
+			// "*=", "<<=" etc. are statements: leave them (and "==", "<",
+			// "<=", which are no operators here) for the caller to reject.
 			if len(s) > len(op) && s[len(op)] == '=' {
 				return ""
 			}
@@ -150,48 +150,10 @@ func (p *parser) shiftExpr() (Value, error) {
 }
 
 // expr := term (('+'|'-') term)*
-func (p *parser) expr() (Value, error) {
-	v, err := p.term()
-	if err != nil {
-		return v, err
-	}
-	for {
-		op := p.peekOp()
-		if op != "+" && op != "-" {
-			return v, nil
-		}
-		p.pos += len(op)
-		w, err := p.term()
-		if err != nil {
-			return w, err
-		}
-		if v, err = applyOp(op, v, w); err != nil {
-			return v, err
-		}
-	}
-}
+func (p *parser) expr() (Value, error) { return p.binaryLevel(p.term, "+", "-") }
 
 // term := factor (('*'|'/'|'//'|'%') factor)*
-func (p *parser) term() (Value, error) {
-	v, err := p.factor()
-	if err != nil {
-		return v, err
-	}
-	for {
-		op := p.peekOp()
-		if op != "*" && op != "/" && op != "//" && op != "%" {
-			return v, nil
-		}
-		p.pos += len(op)
-		w, err := p.factor()
-		if err != nil {
-			return w, err
-		}
-		if v, err = applyOp(op, v, w); err != nil {
-			return v, err
-		}
-	}
-}
+func (p *parser) term() (Value, error) { return p.binaryLevel(p.factor, "*", "/", "//", "%") }
 
 // factor := ('+'|'-'|'~') factor | power
 func (p *parser) factor() (Value, error) {
