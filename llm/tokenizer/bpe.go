@@ -1,7 +1,7 @@
 package tokenizer
 
 import (
-	"container/heap"
+	"strings"
 	"sync"
 )
 
@@ -79,7 +79,7 @@ func (m *bpeModel) encodeWord(dst []int, word string) []int {
 			if len(m.cache) >= bpeCacheMax {
 				m.cache = make(map[string][]int32, 1024)
 			}
-			m.cache[word] = ids
+			m.cache[strings.Clone(word)] = ids // word points into the caller's text
 			m.mu.Unlock()
 		}
 	}
@@ -101,22 +101,52 @@ type mergeItem struct {
 	newID int32
 }
 
+// mergeQueue is a binary min-heap of merges ordered by (rank, pos).
 type mergeQueue []mergeItem
 
-func (q mergeQueue) Len() int { return len(q) }
-func (q mergeQueue) Less(i, j int) bool {
-	if q[i].rank != q[j].rank {
-		return q[i].rank < q[j].rank
+func (a mergeItem) less(b mergeItem) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
 	}
-	return q[i].pos < q[j].pos
+	return a.pos < b.pos
 }
-func (q mergeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *mergeQueue) Push(x any)   { *q = append(*q, x.(mergeItem)) }
-func (q *mergeQueue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return it
+
+func (q *mergeQueue) push(it mergeItem) {
+	h := append(*q, it)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].less(h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	*q = h
+}
+
+func (q *mergeQueue) pop() mergeItem {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h[l].less(h[m]) {
+			m = l
+		}
+		if r < n && h[r].less(h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 // merge runs BPE on word exactly as Hugging Face's Word::merge_all: a
@@ -131,12 +161,11 @@ func (m *bpeModel) merge(word string) []int32 {
 	q := make(mergeQueue, 0, len(word))
 	for i := 0; i+1 < len(syms); i++ {
 		if mv, ok := m.merges[pairKey{syms[i].id, syms[i+1].id}]; ok {
-			q = append(q, mergeItem{int32(i), mv.rank, mv.newID})
+			q.push(mergeItem{int32(i), mv.rank, mv.newID})
 		}
 	}
-	heap.Init(&q)
-	for q.Len() > 0 {
-		top := heap.Pop(&q).(mergeItem)
+	for len(q) > 0 {
+		top := q.pop()
 		cur := &syms[top.pos]
 		if cur.removed || cur.next < 0 {
 			continue
@@ -154,12 +183,12 @@ func (m *bpeModel) merge(word string) []int32 {
 		}
 		if cur.prev >= 0 {
 			if mv, ok := m.merges[pairKey{syms[cur.prev].id, cur.id}]; ok {
-				heap.Push(&q, mergeItem{cur.prev, mv.rank, mv.newID})
+				q.push(mergeItem{cur.prev, mv.rank, mv.newID})
 			}
 		}
 		if cur.next >= 0 {
 			if mv, ok := m.merges[pairKey{cur.id, syms[cur.next].id}]; ok {
-				heap.Push(&q, mergeItem{top.pos, mv.rank, mv.newID})
+				q.push(mergeItem{top.pos, mv.rank, mv.newID})
 			}
 		}
 	}

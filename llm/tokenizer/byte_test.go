@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -164,4 +165,13 @@ func FuzzByte(f *testing.F) {
 			t.Fatalf("Decode gave invalid UTF-8 %q", got)
 		}
 	})
+}
+
+func BenchmarkByteEncode(b *testing.B) {
+	tok := NewByte()
+	text := strings.Repeat("<|im_start|>user\nTurn 1:\nState:\n######\n#_P_O#\n######<|im_end|>\n", 200)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		tok.Encode(text)
+	}
 }

@@ -267,3 +267,22 @@ func TestTemplateSnippetsReference(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkTemplateRender(b *testing.B) {
+	tmpl, err := ParseTemplate(Qwen25ChatTemplate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []Message{{"system", strings.Repeat("You are solving Sokoban. ", 10)}}
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, Message{"user", "Turn state:\n######\n#_P_O#\n######"}, Message{"assistant", "<answer>Right</answer>"})
+	}
+	vars := map[string]any{"messages": msgs, "add_generation_prompt": true}
+	out, _ := tmpl.Render(vars)
+	b.SetBytes(int64(len(out)))
+	for b.Loop() {
+		if _, err := tmpl.Render(vars); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

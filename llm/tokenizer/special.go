@@ -12,7 +12,8 @@ import (
 // AddedVocabulary (an Aho-Corasick automaton with leftmost-longest matching)
 // does.
 type literalMatcher struct {
-	byFirst map[byte][]matchTok // tokens by first byte, longest first
+	byFirst [256][]matchTok // tokens by first byte, longest first
+	any     bool            // at least one token
 }
 
 type matchTok struct {
@@ -32,12 +33,13 @@ func newLiteralMatcher(toks map[string]int) *literalMatcher {
 }
 
 func newLiteralMatcherTokens(toks []matchTok) *literalMatcher {
-	m := &literalMatcher{byFirst: map[byte][]matchTok{}}
+	m := &literalMatcher{}
 	for _, t := range toks {
 		if t.content == "" {
 			continue
 		}
 		m.byFirst[t.content[0]] = append(m.byFirst[t.content[0]], t)
+		m.any = true
 	}
 	for _, l := range m.byFirst {
 		sort.Slice(l, func(i, j int) bool {
@@ -79,13 +81,13 @@ type segment struct {
 
 // split cuts text into plain pieces and added tokens, leftmost first.
 func (m *literalMatcher) split(text string) []segment {
-	if len(m.byFirst) == 0 {
+	if !m.any {
 		return []segment{{text, -1}}
 	}
 	var out []segment
 	start := 0
 	for i := 0; i < len(text); {
-		if _, ok := m.byFirst[text[i]]; ok {
+		if m.byFirst[text[i]] != nil {
 			if t, ok := m.at(text, i); ok {
 				lo, hi := i, i+len(t.content)
 				if t.lstrip {
