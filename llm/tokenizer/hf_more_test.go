@@ -537,3 +537,33 @@ func TestHFTemplateProcessing(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// FuzzParseHF feeds mutated tokenizer.json / tokenizer_config.json pairs:
+// loading may fail but must not panic, and a loaded tokenizer must encode.
+func FuzzParseHF(f *testing.F) {
+	f.Add(tinyTokenizer(f, nil), []byte(`{"eos_token": "<|eot|>", "chat_template": "{{ messages[0].content }}"}`))
+	f.Add(tinyTokenizer(f, func(m map[string]any) { m["normalizer"] = nil }), []byte(`{"added_tokens_decoder": {"259": {"content": "<|eot|>"}}}`))
+	f.Fuzz(func(t *testing.T, tj, tc []byte) {
+		tok, err := ParseHF(tj, tc, nil)
+		if err != nil {
+			return
+		}
+		ids := tok.Encode("abc <|eot|> x")
+		_ = tok.Decode(ids)
+		_, _ = tok.ApplyChatTemplate([]Message{{"user", "hi"}}, true)
+	})
+}
+
+func FuzzJSONValue(f *testing.F) {
+	f.Add([]byte(`{"b": [1, 2.5, "x", null, true, {"a": {}}]}`))
+	f.Add([]byte(`[1e400, -0, "\u00e9"]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := JSONValue(data)
+		if err != nil {
+			return
+		}
+		var sb strings.Builder
+		_ = toJSON(&sb, v, "", ", ", ": ", false, 0)
+		_ = pyRepr(v)
+	})
+}
