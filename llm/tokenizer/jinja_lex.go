@@ -218,6 +218,7 @@ func nextTagStart(src string, i int) int {
 // after the closer and the modifier before it.
 func lexTag(src string, i int, closer string) ([]jtoken, int, byte, error) {
 	var toks []jtoken
+	depth := 0 // open brackets: the closer only counts outside them, as in Jinja2
 	for {
 		for i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r') {
 			i++
@@ -225,10 +226,10 @@ func lexTag(src string, i int, closer string) ([]jtoken, int, byte, error) {
 		if i >= len(src) {
 			return nil, 0, 0, errAt(src, i, "unclosed tag: missing %q", closer)
 		}
-		if strings.HasPrefix(src[i:], closer) {
+		if depth == 0 && strings.HasPrefix(src[i:], closer) {
 			return toks, i + 2, 0, nil
 		}
-		if (src[i] == '-' || src[i] == '+') && strings.HasPrefix(src[i+1:], closer) {
+		if depth == 0 && (src[i] == '-' || src[i] == '+') && strings.HasPrefix(src[i+1:], closer) {
 			return toks, i + 3, src[i], nil
 		}
 		c := src[i]
@@ -288,6 +289,14 @@ func lexTag(src string, i int, closer string) ([]jtoken, int, byte, error) {
 					return nil, 0, 0, errAt(src, i, "unexpected character %q in tag", c)
 				}
 				op = string(c)
+			}
+			switch op {
+			case "(", "[", "{":
+				depth++
+			case ")", "]", "}":
+				if depth > 0 {
+					depth--
+				}
 			}
 			toks = append(toks, jtoken{tkOp, op, i})
 			i += len(op)

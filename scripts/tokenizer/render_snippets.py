@@ -65,6 +65,7 @@ snippets = [
     "{% for m in msgs %}{% if m.role == 'assistant' and m.tool_calls %}{% for tc in m.tool_calls %}{{ tc.name }}({{ tc.arguments | tojson }}){% endfor %}{% endif %}{% endfor %}",
     "{{ msgs[0]['content'] | trim }}|{{ msgs[0].content.strip() }}", "{{ raise_exception('boom') }}", "{{ undefined_var.attr }}", "{{ 'a' + 1 }}",
     "{% for x in n %}{% endfor %}", "{{ xs[0:2] + [9] }}", "{{ 'ab' * 3 }}", "{{ s[100] }}|",
+    "{{ {'a': {'b': 1}} }}", "{% set q = {'k': {'n': [1, {'m': 2}]}} %}{{ q.k.n[1].m }}", "{{ ({'a': 1}) }}",
 ]
 out = []
 for src in snippets:
