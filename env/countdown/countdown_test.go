@@ -180,7 +180,7 @@ func TestGenerateOption(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	e, err := env.New("countdown", map[string]any{"train_path": filepath.Join("testdata", "snappy_dict.parquet"), "max_instances": 100})
+	e, err := env.New("countdown", map[string]any{"train_path": filepath.Join("parquet", "testdata", "snappy_dict.parquet"), "max_instances": 100})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, e.(*Env).Tasks(), 100)
 	assert.Greater(t, e.(*Env).Tasks(), 30)
@@ -237,48 +237,8 @@ func FuzzReadJSONLTasks(f *testing.F) {
 	})
 }
 
-func FuzzReadParquetTasks(f *testing.F) {
-	for _, name := range []string{"snappy_dict.parquet", "plain_uncompressed.parquet", "snappy_v2.parquet", "null_nums.parquet"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = ReadParquetTasks(bytes.NewReader(b), 0)
-	})
-}
-
-func FuzzSnappy(f *testing.F) {
-	f.Add([]byte{5, 16, 'h', 'e', 'l', 'l', 'o'})
-	f.Add([]byte{10, 0, 'a', 21, 1}) // "a" then copy len 9 offset 1 → "aaaaaaaaaa"? (len 4+5)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := snappyDecode(b, 1<<20)
-		if err == nil && len(out) > 1<<20 {
-			t.Fatal("output over the limit")
-		}
-	})
-}
-
-func TestSnappyDecode(t *testing.T) {
-	// Literal "hello": length 5 (varint 5), tag (5-1)<<2 = 16.
-	out, err := snappyDecode([]byte{5, 16, 'h', 'e', 'l', 'l', 'o'}, 100)
-	require.NoError(t, err)
-	assert.Equal(t, "hello", string(out))
-	// "ab" then a 1-byte-offset copy of length 4+2 = 6 at offset 2 (overlapping):
-	// tag = 1 | (2<<2) | (0<<5) = 9, offset byte 2 → "abababab".
-	out, err = snappyDecode([]byte{8, 4, 'a', 'b', 9, 2}, 100)
-	require.NoError(t, err)
-	assert.Equal(t, "abababab", string(out))
-	_, err = snappyDecode([]byte{8, 4, 'a', 'b', 9, 3}, 100)
-	assert.ErrorContains(t, err, "offset 3")
-	_, err = snappyDecode([]byte{200, 1}, 100)
-	assert.ErrorContains(t, err, "exceeds")
-}
-
 func BenchmarkReset(b *testing.B) {
-	e, err := New(Config{TrainPath: filepath.Join("testdata", "snappy_dict.parquet"), MaxInstances: 20000, RenderMode: "text"})
+	e, err := New(Config{TrainPath: filepath.Join("parquet", "testdata", "snappy_dict.parquet"), MaxInstances: 20000, RenderMode: "text"})
 	require.NoError(b, err)
 	ctx := context.Background()
 	var seed int64
@@ -302,12 +262,42 @@ func BenchmarkStepRender(b *testing.B) {
 	}
 }
 
-func BenchmarkLoadParquet(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("testdata", "snappy_dict.parquet"))
-	require.NoError(b, err)
-	for b.Loop() {
-		if _, err := ReadParquetTasks(bytes.NewReader(data), 0); err != nil {
-			b.Fatal(err)
+func FuzzReadParquetTasks(f *testing.F) {
+	for _, name := range []string{"snappy_dict.parquet", "null_nums.parquet"} {
+		b, err := os.ReadFile(filepath.Join("parquet", "testdata", name))
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b)
 	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tasks, err := ReadParquetTasks(bytes.NewReader(b), 0)
+		if err == nil {
+			_ = FilterSolvable(tasks)
+		}
+	})
+}
+
+// The parquet files of package parquet hold the 300 rows of
+// parquet/testdata/parquet_tasks.json.
+func TestLoadParquetTasks(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("parquet", "testdata", "parquet_tasks.json"))
+	require.NoError(t, err)
+	want, err := ReadJSONTasks(bytes.NewReader(b), 0)
+	require.NoError(t, err)
+	for _, name := range []string{"snappy_dict.parquet", "plain_uncompressed.parquet", "gzip_dict.parquet", "snappy_v2.parquet"} {
+		got, err := LoadTasks(filepath.Join("parquet", "testdata", name), 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, got, name)
+		got, err = LoadTasks(filepath.Join("parquet", "testdata", name), 130)
+		require.NoError(t, err, name)
+		assert.Equal(t, want[:130], got, name)
+	}
+	_, err = LoadTasks(filepath.Join("parquet", "testdata", "zstd.parquet"), 0)
+	assert.ErrorContains(t, err, "codec ZSTD not supported")
+	_, err = LoadTasks(filepath.Join("parquet", "testdata", "null_nums.parquet"), 0)
+	assert.ErrorContains(t, err, "row 2: nums is null")
+	got, err := LoadTasks(filepath.Join("parquet", "testdata", "null_nums.parquet"), 2)
+	require.NoError(t, err)
+	assert.Equal(t, []Task{{5, []int{2, 3}}, {7, []int{}}}, got)
 }

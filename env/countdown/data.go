@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"ragen/env/countdown/parquet"
 )
 
 // LoadTasks reads Countdown tasks from a parquet file (Jiayi-Pan/
@@ -152,6 +154,72 @@ func ReadJSONTasks(r io.Reader, maxInstances int) ([]Task, error) {
 		tasks[i] = t
 	}
 	return tasks, nil
+}
+
+// ReadParquetTasks reads the "target" (integer) and "nums" (list of
+// integers) columns of a parquet file, at most maxInstances rows (≤ 0: all).
+// See package parquet for the layouts supported.
+func ReadParquetTasks(r io.Reader, maxInstances int) ([]Task, error) {
+	f, err := parquet.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if l, err := f.IsList("target"); err != nil || l {
+		if err == nil {
+			err = errors.New(`parquet: column "target" is a list, want an integer`)
+		}
+		return nil, err
+	}
+	if l, err := f.IsList("nums"); err != nil || !l {
+		if err == nil {
+			err = errors.New(`parquet: column "nums" is not a list`)
+		}
+		return nil, err
+	}
+	targets, err := f.ReadColumn("target", maxInstances)
+	if err != nil {
+		return nil, err
+	}
+	nums, err := f.ReadColumn("nums", maxInstances)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) != len(nums) {
+		return nil, fmt.Errorf("parquet: %d targets but %d nums", len(targets), len(nums))
+	}
+	n := len(targets)
+	if maxInstances > 0 && n > maxInstances {
+		n = maxInstances
+	}
+	tasks := make([]Task, n)
+	for i := range tasks {
+		t, ns := targets[i], nums[i]
+		switch {
+		case t.Null || len(t.Ints) != 1:
+			return nil, fmt.Errorf("parquet: row %d: target is null or not an integer", i)
+		case ns.Null:
+			return nil, fmt.Errorf("parquet: row %d: nums is null", i)
+		case ns.NullElem:
+			return nil, fmt.Errorf("parquet: row %d: nums has a null element", i)
+		}
+		if tasks[i].Target, err = smallInt(t.Ints[0]); err != nil {
+			return nil, fmt.Errorf("parquet: row %d: target %w", i, err)
+		}
+		tasks[i].Nums = make([]int, len(ns.Ints))
+		for k, v := range ns.Ints {
+			if tasks[i].Nums[k], err = smallInt(v); err != nil {
+				return nil, fmt.Errorf("parquet: row %d: nums[%d] %w", i, k, err)
+			}
+		}
+	}
+	return tasks, nil
+}
+
+func smallInt(v int64) (int, error) {
+	if v > math.MaxInt32 || v < math.MinInt32 {
+		return 0, fmt.Errorf("%d out of range", v)
+	}
+	return int(v), nil
 }
 
 // FilterSolvable keeps the tasks upstream keeps: those some ± assignment of

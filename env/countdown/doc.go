@@ -9,8 +9,8 @@
 // parsed and evaluated by [Evaluate], a Python-compatible arithmetic
 // evaluator; nothing is ever executed.
 //
-// Tasks come from upstream's data files, read by [LoadTasks]: parquet (a
-// small pure-Go reader for integer and list-of-integer columns, PLAIN and
+// Tasks come from upstream's data files, read by [LoadTasks]: parquet
+// (through the small pure-Go reader in subpackage parquet: PLAIN and
 // dictionary encodings, UNCOMPRESSED/SNAPPY/GZIP; other codecs and
 // encodings are reported as errors), JSON Lines or a JSON array. As
 // upstream, only the first max_instances rows are read and rows that no

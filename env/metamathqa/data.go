@@ -10,8 +10,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+
+	"ragen/env/countdown/parquet"
 )
 
 // Item is one MetaMathQA record (extra fields are ignored).
@@ -91,6 +94,60 @@ func decodeItem(b []byte) (Item, error) {
 	return r.item()
 }
 
+// ReadParquet reads the string columns "query" and "response" (required
+// values) and "type" (optional) of a parquet file, e.g. a Hugging Face
+// parquet export of MetaMathQA. See package parquet for what is supported.
+func ReadParquet(r io.Reader) ([]Item, error) {
+	f, err := parquet.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("metamathqa: %w", err)
+	}
+	cols := map[string][]parquet.Cell{}
+	for _, name := range []string{"query", "response", "type"} {
+		if name == "type" && !slices.Contains(f.Columns(), name) {
+			continue
+		}
+		c, err := f.ReadColumn(name, 0)
+		if err != nil {
+			return nil, fmt.Errorf("metamathqa: %w", err)
+		}
+		cols[name] = c
+	}
+	n := len(cols["query"])
+	for name, c := range cols {
+		if len(c) != n {
+			return nil, fmt.Errorf("metamathqa: parquet column %s has %d rows, query has %d", name, len(c), n)
+		}
+	}
+	str := func(name string, i int, required bool) (string, error) {
+		c, ok := cols[name]
+		if !ok {
+			return "", nil
+		}
+		cell := c[i]
+		if cell.Null || len(cell.Strs) != 1 {
+			if required || len(cell.Ints) > 0 || len(cell.Strs) > 1 {
+				return "", fmt.Errorf("metamathqa: parquet row %d: %s is null or not a string", i, name)
+			}
+			return "", nil
+		}
+		return cell.Strs[0], nil
+	}
+	items := make([]Item, n)
+	for i := range items {
+		if items[i].Query, err = str("query", i, true); err != nil {
+			return nil, err
+		}
+		if items[i].Response, err = str("response", i, true); err != nil {
+			return nil, err
+		}
+		if items[i].Type, err = str("type", i, false); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
 // ReadJSON reads a JSON array of records (the layout of MetaMathQA-395K.json).
 func ReadJSON(r io.Reader) ([]Item, error) {
 	var raws []rawItem
@@ -108,8 +165,8 @@ func ReadJSON(r io.Reader) ([]Item, error) {
 	return items, nil
 }
 
-// LoadFile reads a .json (array) or .jsonl/.ndjson file; other extensions
-// are sniffed from the first non-space byte.
+// LoadFile reads a .parquet, .json (array) or .jsonl/.ndjson file; other
+// extensions are sniffed from the first bytes.
 func LoadFile(path string) ([]Item, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -121,8 +178,8 @@ func LoadFile(path string) ([]Item, error) {
 		items, err = ReadJSONL(bytes.NewReader(b))
 	case ext == ".json" || bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")):
 		items, err = ReadJSON(bytes.NewReader(b))
-	case ext == ".parquet":
-		return nil, fmt.Errorf("metamathqa: %s: parquet is not supported for MetaMathQA (string columns); convert it to JSON Lines", path)
+	case ext == ".parquet" || bytes.HasPrefix(b, []byte("PAR1")):
+		items, err = ReadParquet(bytes.NewReader(b))
 	default:
 		items, err = ReadJSONL(bytes.NewReader(b))
 	}
@@ -141,7 +198,8 @@ const BuiltinName = "gsm8k"
 // Resolve finds the dataset for a config, in this order:
 //  1. dataset_path is a file: read it;
 //  2. dataset_path, or cache_dir/dataset_path, is a directory holding
-//     {split}.jsonl, {split}.json or MetaMathQA-395K.json: read that;
+//     {split}.jsonl, {split}.json, {split}.parquet or MetaMathQA-395K.json:
+//     read that;
 //  3. dataset_path is "gsm8k" or upstream's default "meta-math/MetaMathQA"
 //     (with no local copy found above): the embedded GSM8K test set.
 //
@@ -157,7 +215,7 @@ func Resolve(cfg Config) ([]Item, error) {
 	}
 	var tried []string
 	for _, d := range dirs {
-		for _, name := range []string{cfg.Split + ".jsonl", cfg.Split + ".json", "MetaMathQA-395K.json"} {
+		for _, name := range []string{cfg.Split + ".jsonl", cfg.Split + ".json", cfg.Split + ".parquet", "MetaMathQA-395K.json"} {
 			f := filepath.Join(d, name)
 			tried = append(tried, f)
 			if st, err := os.Stat(f); err == nil && !st.IsDir() {

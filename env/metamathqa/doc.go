@@ -8,7 +8,8 @@
 // after k earlier attempts earns 1/2^k and ends the episode.
 //
 // Upstream loads the Hugging Face dataset meta-math/MetaMathQA. This
-// package reads local JSON or JSON Lines copies (see [Resolve]); without
+// package reads local JSON, JSON Lines or parquet copies (see [Resolve]);
+// without
 // one it uses the embedded GSM8K test split converted to MetaMathQA's shape
 // (data/README.md, MIT licence), so the env runs without a download.
 package metamathqa

@@ -3,6 +3,7 @@ package metamathqa
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -301,3 +302,36 @@ func BenchmarkStepRender(b *testing.B) {
 // The rollout manager reads the reference through this method set
 // (ragen.CorrectAnswerer).
 var _ interface{ CorrectAnswer() string } = (*Env)(nil)
+
+// testdata/mmqa_*.parquet were written by testdata/gen_mmqa.js with
+// parquet-wasm (arrow-rs) from testdata/mmqa_rows.jsonl (string columns;
+// one row has no type).
+func TestReadParquet(t *testing.T) {
+	want, err := LoadFile(filepath.Join("testdata", "mmqa_rows.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, want, 153)
+	assert.Equal(t, "", want[152].Type)
+	for _, name := range []string{"mmqa_snappy_dict.parquet", "mmqa_plain.parquet", "mmqa_v2_gzip.parquet"} {
+		got, err := LoadFile(filepath.Join("testdata", name))
+		require.NoError(t, err, name)
+		assert.Equal(t, want, got, name)
+	}
+	_, err = LoadFile(filepath.Join("testdata", "mmqa_null_response.parquet"))
+	assert.ErrorContains(t, err, "parquet row 1: response is null")
+	e, err := env.New("metamathqa", map[string]any{"dataset_path": filepath.Join("testdata", "mmqa_snappy_dict.parquet")})
+	require.NoError(t, err)
+	assert.Equal(t, 153, e.(*Env).Len())
+}
+
+func FuzzReadParquet(f *testing.F) {
+	for _, name := range []string{"mmqa_snappy_dict.parquet", "mmqa_null_response.parquet"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = ReadParquet(bytes.NewReader(b))
+	})
+}

@@ -1,4 +1,4 @@
-package countdown
+package parquet
 
 import (
 	"bytes"
@@ -7,18 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 )
-
-// A minimal parquet reader for integer columns, sufficient for the
-// Countdown-Tasks files: a flat integer column and a list-of-integers column
-// (2- or 3-level LIST layout), INT32 or INT64 physical type, PLAIN or
-// dictionary (PLAIN_DICTIONARY / RLE_DICTIONARY) encoded values, RLE
-// definition and repetition levels, data pages v1 and v2, and the codecs
-// UNCOMPRESSED, SNAPPY and GZIP. Anything else (other physical types, delta
-// or byte-stream-split encodings, ZSTD/LZ4/BROTLI/LZO, nesting deeper than
-// one repeated level, column data in other files) is an error that names
-// what was found.
 
 // maxParquetBytes bounds the file read into memory; maxColumnValues the
 // level entries of one column chunk.
@@ -29,8 +18,9 @@ const (
 
 // Physical types, repetition types, encodings, codecs and page types.
 const (
-	ptInt32 = 1
-	ptInt64 = 2
+	ptInt32     = 1
+	ptInt64     = 2
+	ptByteArray = 6
 
 	repRequired = 0
 	repOptional = 1
@@ -71,14 +61,15 @@ type leaf struct {
 	listDef  int // for a repeated column: the def level of an empty list
 }
 
-type parquetFile struct {
+// File is an opened parquet file.
+type File struct {
 	data      []byte
 	leaves    []leaf
 	rowGroups []tstruct
 	numRows   int64
 }
 
-func openParquet(data []byte) (*parquetFile, error) {
+func openParquet(data []byte) (*File, error) {
 	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
 		return nil, errors.New("parquet: not a parquet file (no PAR1 magic)")
 	}
@@ -91,7 +82,7 @@ func openParquet(data []byte) (*parquetFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parquet: footer: %w", err)
 	}
-	f := &parquetFile{data: data}
+	f := &File{data: data}
 	f.numRows, _ = meta.i64(3)
 	schema, ok := meta.list(2)
 	if !ok || len(schema) == 0 {
@@ -122,7 +113,7 @@ func openParquet(data []byte) (*parquetFile, error) {
 }
 
 // walk consumes the schema subtree at *pos, recording its leaves.
-func (f *parquetFile) walk(elems []tstruct, pos *int, path []string, def, rep, listDef int) error {
+func (f *File) walk(elems []tstruct, pos *int, path []string, def, rep, listDef int) error {
 	if *pos >= len(elems) {
 		return errors.New("parquet: schema ends early")
 	}
@@ -160,7 +151,7 @@ func (f *parquetFile) walk(elems []tstruct, pos *int, path []string, def, rep, l
 }
 
 // column finds the single leaf under top-level field name.
-func (f *parquetFile) column(name string) (int, leaf, error) {
+func (f *File) column(name string) (int, leaf, error) {
 	idx := -1
 	for i, l := range f.leaves {
 		if l.path[0] == name {
@@ -178,8 +169,8 @@ func (f *parquetFile) column(name string) (int, leaf, error) {
 		return 0, leaf{}, fmt.Errorf("parquet: no column %q (columns: %v)", name, names)
 	}
 	l := f.leaves[idx]
-	if l.physical != ptInt32 && l.physical != ptInt64 {
-		return 0, leaf{}, fmt.Errorf("parquet: column %q has physical type %s; only INT32 and INT64 are supported", name, nameOf(physicalNames, l.physical))
+	if l.physical != ptInt32 && l.physical != ptInt64 && l.physical != ptByteArray {
+		return 0, leaf{}, fmt.Errorf("parquet: column %q has physical type %s; only INT32, INT64 and BYTE_ARRAY are supported", name, nameOf(physicalNames, l.physical))
 	}
 	if l.maxRep > 1 {
 		return 0, leaf{}, fmt.Errorf("parquet: column %q is nested %d levels deep; only one list level is supported", name, l.maxRep)
@@ -187,15 +178,25 @@ func (f *parquetFile) column(name string) (int, leaf, error) {
 	return idx, l, nil
 }
 
-// cell is one row of an integer column: a scalar (one value) or a list.
-type cell struct {
-	null     bool // the value (or the whole list) is null
-	nullElem bool // a list element is null
-	vals     []int64
+// Cell is one row of a column: a scalar (one value) or a list. Integer
+// columns fill Ints, BYTE_ARRAY columns fill Strs.
+type Cell struct {
+	Null     bool // the value (or the whole list) is null
+	NullElem bool // a list element is null (and was left out)
+	Ints     []int64
+	Strs     []string
 }
 
+// values holds decoded values of one physical kind.
+type values struct {
+	ints []int64
+	strs []string
+}
+
+func (v values) len() int { return len(v.ints) + len(v.strs) }
+
 // readColumn reads column idx of row group rg.
-func (f *parquetFile) readColumn(rg tstruct, idx int, l leaf) ([]cell, error) {
+func (f *File) readColumn(rg tstruct, idx int, l leaf) ([]Cell, error) {
 	cols, _ := rg.list(1)
 	if idx >= len(cols) {
 		return nil, fmt.Errorf("parquet: row group has %d column chunks, want column %d", len(cols), idx)
@@ -223,8 +224,8 @@ func (f *parquetFile) readColumn(rg tstruct, idx int, l leaf) ([]cell, error) {
 	if numValues < 0 || numValues > maxColumnValues {
 		return nil, fmt.Errorf("parquet: column chunk declares %d values", numValues)
 	}
-	var dict []int64
-	var rows []cell
+	var dict *values
+	var rows []Cell
 	pos := int(start)
 	var seen int64
 	for seen < numValues {
@@ -257,9 +258,11 @@ func (f *parquetFile) readColumn(rg tstruct, idx int, l leaf) ([]cell, error) {
 			if err != nil {
 				return nil, err
 			}
-			if dict, err = plainInts(page, l.physical, int(n)); err != nil {
+			d, err := plainValues(page, l.physical, int(n))
+			if err != nil {
 				return nil, fmt.Errorf("parquet: dictionary page: %w", err)
 			}
+			dict = &d
 		case pageData:
 			h, _ := ph.sub(5)
 			n, _ := h.i64(1)
@@ -436,13 +439,35 @@ func rleLevels(b []byte, width, n int) ([]int, error) {
 	return out, nil
 }
 
-func plainInts(b []byte, physical int64, n int) ([]int64, error) {
+// plainValues decodes n PLAIN values: little-endian INT32/INT64, or
+// BYTE_ARRAY as a 4-byte length and the bytes.
+func plainValues(b []byte, physical int64, n int) (values, error) {
+	if physical == ptByteArray {
+		if n < 0 || n > len(b)/4 {
+			return values{}, fmt.Errorf("%d PLAIN byte arrays need at least %d bytes, page has %d", n, 4*n, len(b))
+		}
+		out := make([]string, n)
+		pos := 0
+		for i := range out {
+			if pos+4 > len(b) {
+				return values{}, errors.New("truncated byte array length")
+			}
+			l := int(binary.LittleEndian.Uint32(b[pos:]))
+			pos += 4
+			if l < 0 || l > len(b)-pos {
+				return values{}, fmt.Errorf("byte array of %d bytes runs past the page", l)
+			}
+			out[i] = string(b[pos : pos+l])
+			pos += l
+		}
+		return values{strs: out}, nil
+	}
 	size := 8
 	if physical == ptInt32 {
 		size = 4
 	}
 	if n < 0 || n > len(b)/size {
-		return nil, fmt.Errorf("%d PLAIN values need %d bytes, page has %d", n, n*size, len(b))
+		return values{}, fmt.Errorf("%d PLAIN values need %d bytes, page has %d", n, n*size, len(b))
 	}
 	out := make([]int64, n)
 	for i := range out {
@@ -452,11 +477,11 @@ func plainInts(b []byte, physical int64, n int) ([]int64, error) {
 			out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 		}
 	}
-	return out, nil
+	return values{ints: out}, nil
 }
 
 // assemble decodes a page's values and appends its rows to rows.
-func assemble(rows []cell, vals []byte, enc int64, dict []int64, l leaf, n int, reps, defs []int) ([]cell, error) {
+func assemble(rows []Cell, raw []byte, enc int64, dict *values, l leaf, n int, reps, defs []int) ([]Cell, error) {
 	present := n
 	if defs != nil {
 		present = 0
@@ -466,29 +491,22 @@ func assemble(rows []cell, vals []byte, enc int64, dict []int64, l leaf, n int, 
 			}
 		}
 	}
-	var values []int64
+	var vals values
 	var err error
 	switch enc {
 	case encPlain:
-		values, err = plainInts(vals, l.physical, present)
+		vals, err = plainValues(raw, l.physical, present)
 	case encPlainDict, encRLEDict:
 		if dict == nil {
 			return nil, errors.New("parquet: dictionary-encoded page without a dictionary page")
 		}
 		if present > 0 {
-			if len(vals) < 1 {
+			if len(raw) < 1 {
 				return nil, errors.New("parquet: dictionary indices missing")
 			}
 			var idx []int
-			idx, err = rleLevels(vals[1:], int(vals[0]), present)
-			if err == nil {
-				values = make([]int64, present)
-				for i, k := range idx {
-					if k >= len(dict) {
-						return nil, fmt.Errorf("parquet: dictionary index %d outside the %d-entry dictionary", k, len(dict))
-					}
-					values[i] = dict[k]
-				}
+			if idx, err = rleLevels(raw[1:], int(raw[0]), present); err == nil {
+				vals, err = dict.pick(idx)
 			}
 		}
 	default:
@@ -507,28 +525,55 @@ func assemble(rows []cell, vals []byte, enc int64, dict []int64, l leaf, n int, 
 			def = defs[i]
 		}
 		if rep == 0 || len(rows) == 0 {
-			rows = append(rows, cell{})
+			rows = append(rows, Cell{})
 		}
 		c := &rows[len(rows)-1]
 		switch {
 		case def == l.maxDef:
-			c.vals = append(c.vals, values[vi])
+			if vals.strs != nil {
+				c.Strs = append(c.Strs, vals.strs[vi])
+			} else {
+				c.Ints = append(c.Ints, vals.ints[vi])
+			}
 			vi++
 		case l.maxRep > 0 && def > l.listDef:
-			c.nullElem = true
+			c.NullElem = true
 		case l.maxRep > 0 && def == l.listDef:
 			// an empty list
 		default:
-			c.null = true
+			c.Null = true
 		}
 	}
 	return rows, nil
 }
 
-// ReadParquetTasks reads the "target" and "nums" columns of a parquet file
-// (see the package comment of parquet.go for what is supported), at most
-// maxInstances rows (≤ 0: all).
-func ReadParquetTasks(r io.Reader, maxInstances int) ([]Task, error) {
+// pick returns the dictionary entries at idx.
+func (d *values) pick(idx []int) (values, error) {
+	n := d.len()
+	var out values
+	if d.strs != nil {
+		out.strs = make([]string, len(idx))
+	} else {
+		out.ints = make([]int64, len(idx))
+	}
+	for i, k := range idx {
+		if k >= n {
+			return values{}, fmt.Errorf("dictionary index %d outside the %d-entry dictionary", k, n)
+		}
+		if d.strs != nil {
+			out.strs[i] = d.strs[k]
+		} else {
+			out.ints[i] = d.ints[k]
+		}
+	}
+	return out, nil
+}
+
+// Open parses a parquet file held in memory.
+func Open(data []byte) (*File, error) { return openParquet(data) }
+
+// ReadAll reads a whole parquet file (at most 1 GiB) and opens it.
+func ReadAll(r io.Reader) (*File, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxParquetBytes+1))
 	if err != nil {
 		return nil, err
@@ -536,76 +581,52 @@ func ReadParquetTasks(r io.Reader, maxInstances int) ([]Task, error) {
 	if len(data) > maxParquetBytes {
 		return nil, fmt.Errorf("parquet: file larger than %d bytes", maxParquetBytes)
 	}
-	f, err := openParquet(data)
-	if err != nil {
-		return nil, err
-	}
-	ti, tl, err := f.column("target")
-	if err != nil {
-		return nil, err
-	}
-	if tl.maxRep != 0 {
-		return nil, errors.New(`parquet: column "target" is a list, want an integer`)
-	}
-	ni, nl, err := f.column("nums")
-	if err != nil {
-		return nil, err
-	}
-	if nl.maxRep != 1 {
-		return nil, errors.New(`parquet: column "nums" is not a list`)
-	}
-	var tasks []Task
-	row := 0
-	for _, rg := range f.rowGroups {
-		if maxInstances > 0 && len(tasks) >= maxInstances {
-			break
-		}
-		targets, err := f.readColumn(rg, ti, tl)
-		if err != nil {
-			return nil, fmt.Errorf("%w (column target)", err)
-		}
-		nums, err := f.readColumn(rg, ni, nl)
-		if err != nil {
-			return nil, fmt.Errorf("%w (column nums)", err)
-		}
-		if len(targets) != len(nums) {
-			return nil, fmt.Errorf("parquet: row group has %d targets but %d nums", len(targets), len(nums))
-		}
-		if want, ok := rg.i64(3); ok && int64(len(targets)) != want {
-			return nil, fmt.Errorf("parquet: row group declares %d rows, columns hold %d", want, len(targets))
-		}
-		for i := range targets {
-			if maxInstances > 0 && len(tasks) >= maxInstances {
-				break
-			}
-			t, n := targets[i], nums[i]
-			switch {
-			case t.null || len(t.vals) != 1:
-				return nil, fmt.Errorf("parquet: row %d: target is null", row)
-			case n.null:
-				return nil, fmt.Errorf("parquet: row %d: nums is null", row)
-			case n.nullElem:
-				return nil, fmt.Errorf("parquet: row %d: nums has a null element", row)
-			}
-			task := Task{Target: 0, Nums: make([]int, len(n.vals))}
-			if task.Target, err = smallInt(t.vals[0]); err != nil {
-				return nil, fmt.Errorf("parquet: row %d: target %w", row, err)
-			}
-			for k, v := range n.vals {
-				if task.Nums[k], err = smallInt(v); err != nil {
-					return nil, fmt.Errorf("parquet: row %d: nums[%d] %w", row, k, err)
-				}
-			}
-			tasks = append(tasks, task)
-			row++
-		}
-	}
-	return tasks, nil
+	return openParquet(data)
 }
 
-func smallInt(v int64) (int, error) {
-	if v > math.MaxInt32 || v < math.MinInt32 {
-		return 0, fmt.Errorf("%d out of range", v)
+// Columns lists the top-level field names, in schema order.
+func (f *File) Columns() []string {
+	var out []string
+	for _, l := range f.leaves {
+		if len(out) == 0 || out[len(out)-1] != l.path[0] {
+			out = append(out, l.path[0])
+		}
 	}
-	return int(v), nil
+	return out
+}
+
+// NumRows is the row count the footer declares.
+func (f *File) NumRows() int64 { return f.numRows }
+
+// IsList reports whether top-level field name is a list column.
+func (f *File) IsList(name string) (bool, error) {
+	_, l, err := f.column(name)
+	if err != nil {
+		return false, err
+	}
+	return l.maxRep == 1, nil
+}
+
+// ReadColumn reads top-level field name row by row, stopping after the row
+// group that reaches maxRows rows (≤ 0: all row groups); callers trim.
+func (f *File) ReadColumn(name string, maxRows int) ([]Cell, error) {
+	idx, l, err := f.column(name)
+	if err != nil {
+		return nil, err
+	}
+	var rows []Cell
+	for _, rg := range f.rowGroups {
+		if maxRows > 0 && len(rows) >= maxRows {
+			break
+		}
+		cells, err := f.readColumn(rg, idx, l)
+		if err != nil {
+			return nil, fmt.Errorf("%w (column %s)", err, name)
+		}
+		if want, ok := rg.i64(3); ok && int64(len(cells)) != want {
+			return nil, fmt.Errorf("parquet: row group declares %d rows, column %s holds %d", want, name, len(cells))
+		}
+		rows = append(rows, cells...)
+	}
+	return rows, nil
 }

@@ -1,4 +1,4 @@
-package countdown
+package parquet
 
 import (
 	"encoding/binary"
