@@ -54,3 +54,27 @@ func ExampleAppendRecord() {
 	fmt.Println(string(track.AppendRecord(nil, 2, map[string]float64{"r": 1, "kl": math.Inf(1)})))
 	// Output: {"step":2,"data":{"kl":null,"r":1.0}}
 }
+
+func ExamplePlot() {
+	dir, _ := os.MkdirTemp("", "plots")
+	defer os.RemoveAll(dir)
+	var recs []track.Record
+	for s := 1; s <= 20; s++ {
+		recs = append(recs, track.Record{Step: s, Data: map[string]float64{
+			"critic/score/mean":     float64(s) / 20,
+			"train/Sokoban/success": float64(s) / 40,
+		}})
+	}
+	files, err := track.Plot(recs, nil, dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range files {
+		fmt.Println(filepath.Base(f))
+	}
+	// Output:
+	// success.png
+	// reward.png
+	// summary.png
+}
