@@ -57,6 +57,7 @@ func (t *Template) Source() string { return t.orig }
 const (
 	maxRenderSteps  = 2_000_000
 	maxRenderOutput = 64 << 20
+	maxListLen      = 1 << 20
 )
 
 var (
@@ -303,6 +304,10 @@ func (r *renderer) iterate(v any, pos int) ([]any, error) {
 }
 
 func (r *renderer) eval(e jexpr) (any, error) {
+	r.steps++
+	if r.steps > maxRenderSteps {
+		return nil, errors.New("chat template: too many steps")
+	}
 	switch e := e.(type) {
 	case litExpr:
 		return e.v, nil
@@ -474,7 +479,11 @@ func num(v any) (i int64, f float64, isInt, ok bool) {
 
 func (r *renderer) binop(op string, l, rv any, pos int) (any, error) {
 	if op == "~" {
-		return pyStr(l) + pyStr(rv), nil
+		a, b := pyStr(l), pyStr(rv)
+		if len(a)+len(b) > maxRenderOutput {
+			return nil, r.errAt(pos, "string too large")
+		}
+		return a + b, nil
 	}
 	if _, ok := l.(undefined); ok {
 		return nil, r.errAt(pos, "%q is undefined", l.(undefined).name)
@@ -487,11 +496,17 @@ func (r *renderer) binop(op string, l, rv any, pos int) (any, error) {
 		l, rv := unTuple(l), unTuple(rv)
 		if a, ok := l.(string); ok {
 			if b, ok := rv.(string); ok {
+				if len(a)+len(b) > maxRenderOutput {
+					return nil, r.errAt(pos, "string too large")
+				}
 				return a + b, nil
 			}
 		}
 		if a, ok := l.([]any); ok {
 			if b, ok := rv.([]any); ok {
+				if len(a)+len(b) > maxListLen {
+					return nil, r.errAt(pos, "list too large")
+				}
 				out := append(append([]any{}, a...), b...)
 				return out, nil
 			}
@@ -1107,6 +1122,9 @@ func (r *renderer) callMethod(m boundMethod, args []any, kwargs map[string]any, 
 			}
 			n = int(c)
 		}
+		if c := strings.Count(s, old); len(s)+c*len(nw) > maxRenderOutput {
+			return nil, r.errAt(pos, "string too large")
+		}
 		return strings.Replace(s, old, nw, n), nil
 	case "find", "count":
 		sub, ok := argStr(args, 0, "")
@@ -1137,6 +1155,9 @@ func (r *renderer) callMethod(m boundMethod, args []any, kwargs map[string]any, 
 			}
 			parts[i] = str
 		}
+		if joinedLen(parts, s) > maxRenderOutput {
+			return nil, r.errAt(pos, "string too large")
+		}
 		return strings.Join(parts, s), nil
 	case "splitlines":
 		lines := strings.FieldsFunc(strings.ReplaceAll(s, "\r\n", "\n"), func(c rune) bool { return c == '\n' || c == '\r' })
@@ -1147,6 +1168,14 @@ func (r *renderer) callMethod(m boundMethod, args []any, kwargs map[string]any, 
 		return out, nil
 	}
 	return nil, r.errAt(pos, "unsupported construct: method .%s()", m.name)
+}
+
+func joinedLen(parts []string, sep string) int {
+	n := len(sep) * len(parts)
+	for _, p := range parts {
+		n += len(p)
+	}
+	return n
 }
 
 func pyCapitalize(s string) string {
@@ -1233,7 +1262,7 @@ func fnRange(r *renderer, args []any, kwargs map[string]any, pos int) (any, erro
 	}
 	var out []any
 	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
-		if len(out) >= 1_000_000 {
+		if len(out) >= maxListLen {
 			return nil, r.errAt(pos, "range() too long")
 		}
 		out = append(out, i)

@@ -129,6 +129,9 @@ func (r *renderer) evalFilter(e filterExpr) (any, error) {
 			}
 			parts[i] = pyStr(it)
 		}
+		if joinedLen(parts, sep) > maxRenderOutput {
+			return bad("result too large")
+		}
 		return strings.Join(parts, sep), nil
 	case "default", "d":
 		def := any("")

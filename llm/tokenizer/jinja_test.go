@@ -286,3 +286,21 @@ func BenchmarkTemplateRender(b *testing.B) {
 		}
 	}
 }
+
+func TestTemplateLimits(t *testing.T) {
+	for _, src := range []string{
+		// String doubling: 2^40 bytes without a limit.
+		"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+		"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+		"{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+		"{{ range(100000000) }}",
+	} {
+		tmpl, err := ParseTemplate(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tmpl.Render(nil); err == nil || !strings.Contains(err.Error(), "too l") {
+			t.Errorf("%q: err = %v, want a size error", src, err)
+		}
+	}
+}
