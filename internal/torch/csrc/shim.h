@@ -151,3 +151,27 @@ const char* tt_version(void);
 }
 #endif
 #endif
+
+/* ---- llm: fused Qwen2 ops (shim_llm.cc; owned by package llm) ---- */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* One whole forward pass. w: embed, then per layer (ln1, wqkv, bqkv, wo, ln2,
+ * wgu, wd), then the final norm, then the LM head (NULL: return the normed
+ * hidden states). lora: NULL or 14 per layer, (A,B) for q,k,v,o,gate,up,down,
+ * NULL where off. kbias: (B, >= Lk) additive float key bias. kv: NULL or 2 per
+ * layer (B,KV,Lmax,D) caches written in place at cache_pos. */
+tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, double lora_scale, int n_heads,
+                      int n_kv, int head_dim, double eps, tt_tensor ids, tt_tensor pos, tt_tensor cos_table,
+                      tt_tensor sin_table, tt_tensor kbias, const tt_tensor* kv, int64_t cache_pos, int last_only,
+                      int no_grad, tt_tensor* out);
+tt_err tt_llm_key_bias(tt_tensor attn, tt_tensor* out);
+tt_err tt_llm_token_logprobs(tt_tensor logits, tt_tensor ids, double temperature, int with_entropy, int64_t chunk,
+                             tt_tensor* logp, tt_tensor* ent);
+tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double top_p, tt_gen g, tt_tensor* ids,
+                     tt_tensor* logp);
+tt_err tt_llm_select_rows(tt_tensor* ts, int n, int64_t dim, tt_tensor idx);
+#ifdef __cplusplus
+}
+#endif
+/* ---- end llm ---- */

@@ -1,0 +1,265 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Config is a Hugging Face Qwen2 config.json. Unknown keys found when
+// loading are kept in Extra and written back by Save.
+type Config struct {
+	Architectures         []string `json:"architectures,omitempty"`
+	ModelType             string   `json:"model_type"`
+	VocabSize             int      `json:"vocab_size"`
+	HiddenSize            int      `json:"hidden_size"`
+	IntermediateSize      int      `json:"intermediate_size"`
+	NumHiddenLayers       int      `json:"num_hidden_layers"`
+	NumAttentionHeads     int      `json:"num_attention_heads"`
+	NumKeyValueHeads      int      `json:"num_key_value_heads"`
+	HeadDim               int      `json:"head_dim,omitempty"` // 0: hidden_size / num_attention_heads
+	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
+	RopeTheta             float64  `json:"rope_theta"`
+	RMSNormEps            float64  `json:"rms_norm_eps"`
+	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
+	TorchDType            string   `json:"torch_dtype"`
+	BOSTokenID            *int     `json:"bos_token_id,omitempty"`
+	EOSTokenID            IDList   `json:"eos_token_id,omitempty"`
+	PadTokenID            *int     `json:"pad_token_id,omitempty"`
+	HiddenAct             string   `json:"hidden_act"`
+	InitializerRange      float64  `json:"initializer_range"`
+	AttentionDropout      float64  `json:"attention_dropout"`
+	UseCache              bool     `json:"use_cache"`
+	UseSlidingWindow      bool     `json:"use_sliding_window"`
+	SlidingWindow         *int     `json:"sliding_window,omitempty"`
+	MaxWindowLayers       int      `json:"max_window_layers,omitempty"`
+	RopeScaling           any      `json:"rope_scaling"`
+	TransformersVersion   string   `json:"transformers_version,omitempty"`
+
+	// Extra holds config.json keys this struct does not name.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// IDList is a token id or a list of ids (config.json allows both).
+type IDList []int
+
+// UnmarshalJSON accepts a number, a list of numbers or null.
+func (l *IDList) UnmarshalJSON(b []byte) error {
+	var one int
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = IDList{one}
+		return nil
+	}
+	var many []int
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("token id must be an integer or a list of integers: %s", b)
+	}
+	*l = many
+	return nil
+}
+
+// MarshalJSON writes a single id as a number, several as a list.
+func (l IDList) MarshalJSON() ([]byte, error) {
+	if len(l) == 1 {
+		return json.Marshal(l[0])
+	}
+	return json.Marshal([]int(l))
+}
+
+// HeadDimension is head_dim, or hidden_size / num_attention_heads when unset.
+func (c Config) HeadDimension() int {
+	if c.HeadDim > 0 {
+		return c.HeadDim
+	}
+	if c.NumAttentionHeads > 0 {
+		return c.HiddenSize / c.NumAttentionHeads
+	}
+	return 0
+}
+
+// Validate reports every problem of the config at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("llm: config: "+format, args...)) }
+	if c.ModelType != "" && c.ModelType != "qwen2" {
+		bad("model_type %q is not supported (valid: qwen2)", c.ModelType)
+	}
+	if c.VocabSize < 1 {
+		bad("vocab_size must be >= 1, got %d", c.VocabSize)
+	}
+	if c.HiddenSize < 1 {
+		bad("hidden_size must be >= 1, got %d", c.HiddenSize)
+	}
+	if c.IntermediateSize < 1 {
+		bad("intermediate_size must be >= 1, got %d", c.IntermediateSize)
+	}
+	if c.NumHiddenLayers < 1 {
+		bad("num_hidden_layers must be >= 1, got %d", c.NumHiddenLayers)
+	}
+	if c.NumAttentionHeads < 1 {
+		bad("num_attention_heads must be >= 1, got %d", c.NumAttentionHeads)
+	}
+	if c.NumKeyValueHeads < 1 {
+		bad("num_key_value_heads must be >= 1, got %d", c.NumKeyValueHeads)
+	} else if c.NumAttentionHeads > 0 && c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
+		bad("num_attention_heads %d is not a multiple of num_key_value_heads %d", c.NumAttentionHeads, c.NumKeyValueHeads)
+	}
+	if c.HeadDim == 0 && c.NumAttentionHeads > 0 && c.HiddenSize%c.NumAttentionHeads != 0 {
+		bad("hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
+	}
+	if d := c.HeadDimension(); d%2 != 0 {
+		bad("head dimension %d must be even for rotary embeddings", d)
+	}
+	if c.MaxPositionEmbeddings < 1 {
+		bad("max_position_embeddings must be >= 1, got %d", c.MaxPositionEmbeddings)
+	}
+	if !(c.RopeTheta > 0) {
+		bad("rope_theta must be > 0, got %g", c.RopeTheta)
+	}
+	if !(c.RMSNormEps > 0) {
+		bad("rms_norm_eps must be > 0, got %g", c.RMSNormEps)
+	}
+	if c.HiddenAct != "silu" {
+		bad("hidden_act %q is not supported (valid: silu)", c.HiddenAct)
+	}
+	if c.RopeScaling != nil {
+		bad("rope_scaling is not supported (got %v)", c.RopeScaling)
+	}
+	if c.TorchDType != "" {
+		switch c.TorchDType {
+		case "float32", "bfloat16", "float16":
+		default:
+			bad("torch_dtype %q is not supported (valid: float32, bfloat16, float16)", c.TorchDType)
+		}
+	}
+	for _, id := range c.EOSTokenID {
+		if id < 0 || id >= c.VocabSize {
+			bad("eos_token_id %d outside the vocabulary (size %d)", id, c.VocabSize)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TinyConfig is a tiny Qwen2-shaped config for tests and demos: 2 layers,
+// hidden 64, 4 heads over 2 KV heads (head dim 16), intermediate 128, tied
+// embeddings, float32.
+func TinyConfig(vocab int) Config {
+	c := baseConfig()
+	c.VocabSize = vocab
+	c.HiddenSize = 64
+	c.IntermediateSize = 128
+	c.NumHiddenLayers = 2
+	c.NumAttentionHeads = 4
+	c.NumKeyValueHeads = 2
+	c.MaxPositionEmbeddings = 1024
+	c.TieWordEmbeddings = true
+	c.TorchDType = "float32"
+	return c
+}
+
+// baseConfig holds Qwen2's defaults for everything but the sizes.
+func baseConfig() Config {
+	return Config{
+		Architectures:    []string{"Qwen2ForCausalLM"},
+		ModelType:        "qwen2",
+		RopeTheta:        1000000,
+		RMSNormEps:       1e-6,
+		HiddenAct:        "silu",
+		InitializerRange: 0.02,
+		UseCache:         true,
+		TorchDType:       "float32",
+	}
+}
+
+// ParseConfig decodes config.json bytes; missing keys take Qwen2's defaults.
+func ParseConfig(data []byte) (Config, error) {
+	c := baseConfig()
+	c.TorchDType = ""
+	c.MaxWindowLayers = 0
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Config{}, fmt.Errorf("llm: config.json: %w", err)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return Config{}, fmt.Errorf("llm: config.json: %w", err)
+	}
+	known := map[string]bool{}
+	for _, k := range configKeys() {
+		known[k] = true
+	}
+	for k, v := range all {
+		if !known[k] {
+			if c.Extra == nil {
+				c.Extra = map[string]json.RawMessage{}
+			}
+			c.Extra[k] = v
+		}
+	}
+	if c.NumKeyValueHeads == 0 {
+		c.NumKeyValueHeads = c.NumAttentionHeads
+	}
+	return c, nil
+}
+
+func configKeys() []string {
+	b, _ := json.Marshal(Config{BOSTokenID: new(int), PadTokenID: new(int), SlidingWindow: new(int), EOSTokenID: IDList{0, 1},
+		Architectures: []string{""}, HeadDim: 1, MaxWindowLayers: 1, TransformersVersion: "x"})
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// MarshalConfig renders config.json (indented, Extra keys merged in).
+func MarshalConfig(c Config) ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range c.Extra {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// ReadConfig reads dir/config.json.
+func ReadConfig(dir string) (Config, error) {
+	p := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return Config{}, fmt.Errorf("llm: %w", err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("llm: %s: %w", p, err)
+	}
+	return c, nil
+}
+
+// GenerationConfig is generation_config.json.
+type GenerationConfig struct {
+	BOSTokenID  *int     `json:"bos_token_id,omitempty"`
+	EOSTokenID  IDList   `json:"eos_token_id,omitempty"`
+	PadTokenID  *int     `json:"pad_token_id,omitempty"`
+	DoSample    *bool    `json:"do_sample,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	TopK        *int     `json:"top_k,omitempty"`
+	// Extra holds keys not named above.
+	Extra map[string]json.RawMessage `json:"-"`
+}

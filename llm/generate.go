@@ -1,0 +1,331 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"ragen/internal/torch"
+	"ragen/llm/tokenizer"
+)
+
+// GenOptions configure Generate.
+type GenOptions struct {
+	MaxNewTokens int
+	// Temperature <= 0 decodes greedily; otherwise logits are divided by it
+	// and sampled, restricted to the TopK best ids (0: off) and the TopP
+	// nucleus (0 or >= 1: off).
+	Temperature, TopP float64
+	TopK              int
+	// StopIDs end a sequence in addition to the tokenizer's and the model's
+	// EOS ids (unless IgnoreEOS).
+	StopIDs []int
+	// StopStrings end a sequence when its text contains one; the text is cut
+	// before it.
+	StopStrings []string
+	IgnoreEOS   bool
+	Seed        uint64 // seeds the sampling generator
+	// Stream, if set, receives each sequence's text as it grows (never text
+	// past a stop string).
+	Stream func(seq int, delta string)
+}
+
+// GenResult is one generated sequence.
+type GenResult struct {
+	IDs          []int     // generated ids, including the stop id that ended it
+	LogProbs     []float64 // log-probability of each id under softmax(logits/T) (T = 1 when greedy)
+	Text         string    // decoded text without special tokens, the stop id's text or the stop string
+	FinishReason string    // "stop" or "length"
+}
+
+// seqState tracks one sequence during decoding.
+type seqState struct {
+	res     GenResult
+	dec     *tokenizer.StreamDecoder
+	text    strings.Builder
+	emitted int
+	done    bool
+	plen    int
+}
+
+// Generate continues each prompt. Prompts of different lengths are
+// left-padded into one batch with a preallocated KV cache; each step runs
+// the whole model once for the active rows, and rows that finished are
+// dropped from the batch once half of them are done. Sampling uses a
+// generator seeded with opt.Seed, so a call is reproducible for the same
+// prompts and options. tok may be nil when no text, EOS or stop strings are
+// wanted.
+func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [][]int, opt GenOptions) ([]GenResult, error) {
+	if len(prompts) == 0 {
+		return nil, nil
+	}
+	if opt.MaxNewTokens < 1 {
+		return nil, fmt.Errorf("llm: generate: max new tokens must be >= 1, got %d", opt.MaxNewTokens)
+	}
+	if len(opt.StopStrings) > 0 && tok == nil {
+		return nil, fmt.Errorf("llm: generate: stop strings need a tokenizer")
+	}
+	V := m.cfg.VocabSize
+	P := 0
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("llm: generate: prompt %d is empty", i)
+		}
+		for _, id := range p {
+			if id < 0 || id >= V {
+				return nil, fmt.Errorf("llm: generate: prompt %d: id %d outside the vocabulary (size %d)", i, id, V)
+			}
+		}
+		P = max(P, len(p))
+	}
+	L := P + opt.MaxNewTokens
+	if L > m.cfg.MaxPositionEmbeddings {
+		return nil, fmt.Errorf("llm: generate: prompt %d + %d new tokens exceeds max_position_embeddings %d", P, opt.MaxNewTokens, m.cfg.MaxPositionEmbeddings)
+	}
+	stop := map[int]bool{}
+	for _, id := range opt.StopIDs {
+		stop[id] = true
+	}
+	pad := 0
+	if tok != nil {
+		pad = tok.PadID()
+		if pad < 0 || pad >= V {
+			pad = 0
+		}
+		if !opt.IgnoreEOS {
+			for _, id := range tok.EOSIDs() {
+				stop[id] = true
+			}
+		}
+	}
+	if !opt.IgnoreEOS {
+		for _, id := range m.GenerationEOS() {
+			stop[id] = true
+		}
+	}
+	maxStop := 0
+	for _, s := range opt.StopStrings {
+		if s == "" {
+			return nil, fmt.Errorf("llm: generate: empty stop string")
+		}
+		maxStop = max(maxStop, len(s))
+	}
+	byter, _ := tok.(tokenizer.TokenByter)
+	B := len(prompts)
+	seqs := make([]*seqState, B)
+	for i, p := range prompts {
+		seqs[i] = &seqState{plen: len(p)}
+		if byter != nil {
+			seqs[i].dec = tokenizer.NewStreamDecoder(byter, true)
+		}
+	}
+	var out []GenResult
+	err := torch.NoGrad(func() error {
+		if err := m.decode(ctx, tok, prompts, seqs, stop, pad, P, L, maxStop, opt); err != nil {
+			return err
+		}
+		out = make([]GenResult, B)
+		for i, q := range seqs {
+			out[i] = q.res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][]int, seqs []*seqState,
+	stop map[int]bool, pad, P, L, maxStop int, opt GenOptions) error {
+	B := len(prompts)
+	dev := m.opt.Device
+	s := torch.NewScope()
+	defer s.Close()
+	// the whole-length attention mask: real prompt tokens and every generated slot
+	padded := make([][]int, B)
+	full := make([]int64, B*L)
+	for b, p := range prompts {
+		padded[b] = p
+		for t := P - len(p); t < L; t++ {
+			full[b*L+t] = 1
+		}
+	}
+	ids, pos, _ := PadBatch(s, padded, pad, true, dev)
+	attn := s.Own(torch.From(full, int64(B), int64(L)))
+	if dev != torch.CPU && attn != nil {
+		attn = s.To(attn, torch.Int64, dev)
+	}
+	kbias := s.LLMKeyBias(attn)
+	D := int64(m.cfg.HeadDimension())
+	KV := int64(m.cfg.NumKeyValueHeads)
+	caches := make([]*torch.Tensor, 2*len(m.layers))
+	for i := range caches {
+		caches[i] = s.Zeros([]int64{int64(B), KV, int64(L), D}, m.opt.DType, dev)
+	}
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("llm: generate: %w", err)
+	}
+	g, err := torch.NewGenerator(opt.Seed, dev)
+	if err != nil {
+		return fmt.Errorf("llm: generate: %w", err)
+	}
+	defer g.Close()
+	w := m.weights(true)
+	sh := m.shape()
+	cur := torch.NewScope()
+	defer func() { cur.Close() }()
+	logits := cur.LLMForward(w, sh, torch.LLMForwardArgs{IDs: ids, Pos: pos, Cos: m.cos, Sin: m.sin,
+		KeyBias: kbias, KV: caches, CachePos: 0, LastOnly: true, NoGrad: true})
+	rows := make([]int, B) // batch row -> sequence
+	for i := range rows {
+		rows[i] = i
+	}
+	for step := 0; step < opt.MaxNewTokens; step++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("llm: generate: %w", err)
+		}
+		next := torch.NewScope()
+		idT, lpT := next.LLMSample(logits, opt.Temperature, opt.TopK, opt.TopP, g)
+		toks := next.Int64s(idT)
+		lps := next.Float32s(lpT)
+		if err := next.Err(); err != nil {
+			next.Close()
+			return fmt.Errorf("llm: generate: step %d: %w", step, err)
+		}
+		active := 0
+		for r, sq := range rows {
+			q := seqs[sq]
+			if q.done {
+				continue
+			}
+			m.accept(q, sq, int(toks[r]), float64(lps[r]), tok, stop, opt, maxStop)
+			if !q.done {
+				active++
+			}
+		}
+		if active == 0 || step == opt.MaxNewTokens-1 {
+			next.Close()
+			break
+		}
+		// drop finished rows once at least half of the batch is done
+		if active <= len(rows)/2 {
+			keep := make([]int64, 0, active)
+			var nrows []int
+			var ntoks []int64
+			for r, sq := range rows {
+				if !seqs[sq].done {
+					keep = append(keep, int64(r))
+					nrows = append(nrows, sq)
+					ntoks = append(ntoks, toks[r])
+				}
+			}
+			idx := next.Own(torch.From(keep))
+			if dev != torch.CPU && idx != nil {
+				idx = next.To(idx, torch.Int64, dev)
+			}
+			if err := next.Err(); err != nil {
+				next.Close()
+				return fmt.Errorf("llm: generate: %w", err)
+			}
+			if err := torch.SelectRowsInPlace(append(caches, kbias), 0, idx); err != nil {
+				next.Close()
+				return fmt.Errorf("llm: generate: %w", err)
+			}
+			rows, toks = nrows, ntoks
+		}
+		n := len(rows)
+		in := make([]int64, n)
+		ps := make([]int64, n)
+		for r, sq := range rows {
+			in[r] = toks[r]
+			if seqs[sq].done {
+				in[r] = int64(pad)
+			}
+			ps[r] = int64(seqs[sq].plen + step)
+		}
+		idsT := next.Own(torch.From(in, int64(n), 1))
+		posT := next.Own(torch.From(ps, int64(n), 1))
+		if dev != torch.CPU && idsT != nil && posT != nil {
+			idsT = next.To(idsT, torch.Int64, dev)
+			posT = next.To(posT, torch.Int64, dev)
+		}
+		logits = next.LLMForward(w, sh, torch.LLMForwardArgs{IDs: idsT, Pos: posT, Cos: m.cos, Sin: m.sin,
+			KeyBias: kbias, KV: caches, CachePos: int64(P + step), LastOnly: true, NoGrad: true})
+		if err := next.Err(); err != nil {
+			next.Close()
+			return fmt.Errorf("llm: generate: step %d: %w", step, err)
+		}
+		cur.Close()
+		cur = next
+	}
+	for i, q := range seqs {
+		if !q.done {
+			q.done = true
+			q.res.FinishReason = "length"
+			m.finishText(q, i, tok, opt)
+		}
+	}
+	return nil
+}
+
+// accept appends one sampled id to sequence q and applies the stop rules.
+func (m *Model) accept(q *seqState, seq, id int, lp float64, tok tokenizer.Tokenizer, stop map[int]bool,
+	opt GenOptions, maxStop int) {
+	q.res.IDs = append(q.res.IDs, id)
+	q.res.LogProbs = append(q.res.LogProbs, lp)
+	if stop[id] {
+		q.done = true
+		q.res.FinishReason = "stop"
+		m.finishText(q, seq, tok, opt)
+		return
+	}
+	if tok == nil {
+		return
+	}
+	prev := q.text.Len()
+	if q.dec != nil {
+		q.text.WriteString(q.dec.Add(id))
+	} else {
+		q.text.Reset()
+		q.text.WriteString(tok.Decode(q.res.IDs))
+	}
+	text := q.text.String()
+	if maxStop > 0 {
+		from := max(0, prev-maxStop+1)
+		cut := -1
+		for _, st := range opt.StopStrings {
+			if i := strings.Index(text[from:], st); i >= 0 && (cut < 0 || from+i < cut) {
+				cut = from + i
+			}
+		}
+		if cut >= 0 {
+			q.text.Reset()
+			q.text.WriteString(text[:cut])
+			q.done = true
+			q.res.FinishReason = "stop"
+			m.finishText(q, seq, tok, opt)
+			return
+		}
+	}
+	safe := len(text) - max(maxStop-1, 0)
+	if opt.Stream != nil && safe > q.emitted {
+		opt.Stream(seq, text[q.emitted:safe])
+		q.emitted = safe
+	}
+}
+
+// finishText flushes the decoder and streams what is left.
+func (m *Model) finishText(q *seqState, seq int, tok tokenizer.Tokenizer, opt GenOptions) {
+	if tok == nil {
+		return
+	}
+	if q.dec != nil && q.res.FinishReason == "length" {
+		q.text.WriteString(q.dec.Flush())
+	}
+	q.res.Text = q.text.String()
+	if opt.Stream != nil && len(q.res.Text) > q.emitted {
+		opt.Stream(seq, q.res.Text[q.emitted:])
+		q.emitted = len(q.res.Text)
+	}
+}

@@ -1,0 +1,464 @@
+package llm
+
+import (
+	"fmt"
+	"math"
+
+	"ragen/internal/torch"
+)
+
+// Options choose where and how a model lives.
+type Options struct {
+	DType  torch.DType  // Float32 (default when zero is given through DefaultOptions) or BFloat16/Float16
+	Device torch.Device // torch.CPU or torch.CUDA(i)
+	Seed   uint64       // seed of the random initialisation (New)
+}
+
+// DefaultOptions is float32 on the CPU with seed 0.
+func DefaultOptions() Options { return Options{DType: torch.Float32, Device: torch.CPU} }
+
+// NamedParam is a parameter under its Hugging Face name. For the fused
+// projections (q/k/v and gate/up) T is a view into the fused tensor that
+// Trainable returns; it shares storage with it.
+type NamedParam struct {
+	Name string
+	T    *torch.Tensor
+}
+
+// layer indices into Model.layers[i].
+const (
+	wLn1 = iota
+	wQKV
+	bQKV
+	wO
+	wLn2
+	wGU
+	wDown
+)
+
+// Model is a Qwen2 causal language model. It is used by one goroutine at a
+// time; Clone gives another goroutine its own copy.
+type Model struct {
+	cfg    Config
+	opt    Options
+	embed  *torch.Tensor // (V,E)
+	layers [][7]*torch.Tensor
+	norm   *torch.Tensor // (E)
+	head   *torch.Tensor // (V,E); nil when tied to embed
+	named  []NamedParam  // HF-named views
+	cos    *torch.Tensor // (P,D) float32 rotary tables
+	sin    *torch.Tensor
+	lora   *loraState
+	// genConfig is generation_config.json as loaded (nil: derived from cfg).
+	genConfig []byte
+}
+
+func (m *Model) q() int  { return m.cfg.NumAttentionHeads * m.cfg.HeadDimension() }
+func (m *Model) kv() int { return m.cfg.NumKeyValueHeads * m.cfg.HeadDimension() }
+
+// shapes lists the HF parameters with their shapes, in the order HF's
+// state_dict has them.
+func (c Config) paramShapes() []NamedShape {
+	E, I, V := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.VocabSize)
+	D := int64(c.HeadDimension())
+	Q, K := int64(c.NumAttentionHeads)*D, int64(c.NumKeyValueHeads)*D
+	out := []NamedShape{{"model.embed_tokens.weight", []int64{V, E}}}
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		out = append(out,
+			NamedShape{p + "self_attn.q_proj.weight", []int64{Q, E}},
+			NamedShape{p + "self_attn.q_proj.bias", []int64{Q}},
+			NamedShape{p + "self_attn.k_proj.weight", []int64{K, E}},
+			NamedShape{p + "self_attn.k_proj.bias", []int64{K}},
+			NamedShape{p + "self_attn.v_proj.weight", []int64{K, E}},
+			NamedShape{p + "self_attn.v_proj.bias", []int64{K}},
+			NamedShape{p + "self_attn.o_proj.weight", []int64{E, Q}},
+			NamedShape{p + "mlp.gate_proj.weight", []int64{I, E}},
+			NamedShape{p + "mlp.up_proj.weight", []int64{I, E}},
+			NamedShape{p + "mlp.down_proj.weight", []int64{E, I}},
+			NamedShape{p + "input_layernorm.weight", []int64{E}},
+			NamedShape{p + "post_attention_layernorm.weight", []int64{E}},
+		)
+	}
+	out = append(out, NamedShape{"model.norm.weight", []int64{E}})
+	if !c.TieWordEmbeddings {
+		out = append(out, NamedShape{"lm_head.weight", []int64{V, E}})
+	}
+	return out
+}
+
+// NamedShape is a parameter name with its shape.
+type NamedShape struct {
+	Name  string
+	Shape []int64
+}
+
+// ParamCount is the number of parameters (tied embeddings counted once).
+func (c Config) ParamCount() int64 {
+	var n int64
+	for _, p := range c.paramShapes() {
+		k := int64(1)
+		for _, d := range p.Shape {
+			k *= d
+		}
+		n += k
+	}
+	return n
+}
+
+func (o Options) norm() Options {
+	if o.DType != torch.Float32 && o.DType != torch.BFloat16 && o.DType != torch.Float16 && o.DType != torch.Float64 {
+		o.DType = torch.Float32
+	}
+	return o
+}
+
+// alloc builds a model of zeros (norms ones) with the fused layout and views.
+func alloc(cfg Config, opt Options) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opt = opt.norm()
+	m := &Model{cfg: cfg, opt: opt}
+	E, I, V := int64(cfg.HiddenSize), int64(cfg.IntermediateSize), int64(cfg.VocabSize)
+	Q, K := int64(m.q()), int64(m.kv())
+	var err error
+	mk := func(v float64, shape ...int64) *torch.Tensor {
+		if err != nil {
+			return nil
+		}
+		var t *torch.Tensor
+		t, err = torch.Full(shape, v, opt.DType, opt.Device)
+		return t
+	}
+	m.embed = mk(0, V, E)
+	for i := 0; i < cfg.NumHiddenLayers; i++ {
+		var l [7]*torch.Tensor
+		l[wLn1] = mk(1, E)
+		l[wQKV] = mk(0, Q+2*K, E)
+		l[bQKV] = mk(0, Q+2*K)
+		l[wO] = mk(0, E, Q)
+		l[wLn2] = mk(1, E)
+		l[wGU] = mk(0, 2*I, E)
+		l[wDown] = mk(0, E, I)
+		m.layers = append(m.layers, l)
+	}
+	m.norm = mk(1, E)
+	if !cfg.TieWordEmbeddings {
+		m.head = mk(0, V, E)
+	}
+	if err == nil {
+		err = m.makeRope()
+	}
+	if err == nil {
+		err = m.makeViews()
+	}
+	if err == nil {
+		for _, t := range m.base() {
+			if err = t.SetRequiresGrad(true); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("llm: allocating the model: %w", err)
+	}
+	return m, nil
+}
+
+// makeRope fills the rotary tables: angle(p, j) = p / theta^(2j/D).
+func (m *Model) makeRope() error {
+	D := m.cfg.HeadDimension()
+	P := m.cfg.MaxPositionEmbeddings
+	cs := make([]float32, P*D)
+	sn := make([]float32, P*D)
+	inv := make([]float64, D/2)
+	for j := range inv {
+		inv[j] = 1 / math.Pow(m.cfg.RopeTheta, float64(2*j)/float64(D))
+	}
+	for p := 0; p < P; p++ {
+		for j, f := range inv {
+			a := float64(p) * f
+			c, s := float32(math.Cos(a)), float32(math.Sin(a))
+			cs[p*D+j], cs[p*D+j+D/2] = c, c
+			sn[p*D+j], sn[p*D+j+D/2] = s, s
+		}
+	}
+	var err error
+	if m.cos, err = upload(cs, m.opt.Device, int64(P), int64(D)); err != nil {
+		return err
+	}
+	m.sin, err = upload(sn, m.opt.Device, int64(P), int64(D))
+	return err
+}
+
+func upload[T torch.Elem](data []T, dev torch.Device, shape ...int64) (*torch.Tensor, error) {
+	t, err := torch.From(data, shape...)
+	if err != nil || dev == torch.CPU {
+		return t, err
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	d := s.Escape(s.To(t, t.DType(), dev))
+	t.Free()
+	return d, s.Err()
+}
+
+// makeViews creates the HF-named views (without autograd history).
+func (m *Model) makeViews() error {
+	Q, K := int64(m.q()), int64(m.kv())
+	I := int64(m.cfg.IntermediateSize)
+	s := torch.NewScope()
+	defer s.Close()
+	return torch.NoGrad(func() error {
+		add := func(name string, t *torch.Tensor) {
+			if t != nil {
+				m.named = append(m.named, NamedParam{name, s.Escape(t)})
+			}
+		}
+		same := func(t *torch.Tensor) *torch.Tensor { return s.Narrow(t, 0, 0, t.Size(0)) }
+		add("model.embed_tokens.weight", same(m.embed))
+		for i, l := range m.layers {
+			p := fmt.Sprintf("model.layers.%d.", i)
+			add(p+"self_attn.q_proj.weight", s.Narrow(l[wQKV], 0, 0, Q))
+			add(p+"self_attn.q_proj.bias", s.Narrow(l[bQKV], 0, 0, Q))
+			add(p+"self_attn.k_proj.weight", s.Narrow(l[wQKV], 0, Q, K))
+			add(p+"self_attn.k_proj.bias", s.Narrow(l[bQKV], 0, Q, K))
+			add(p+"self_attn.v_proj.weight", s.Narrow(l[wQKV], 0, Q+K, K))
+			add(p+"self_attn.v_proj.bias", s.Narrow(l[bQKV], 0, Q+K, K))
+			add(p+"self_attn.o_proj.weight", same(l[wO]))
+			add(p+"mlp.gate_proj.weight", s.Narrow(l[wGU], 0, 0, I))
+			add(p+"mlp.up_proj.weight", s.Narrow(l[wGU], 0, I, I))
+			add(p+"mlp.down_proj.weight", same(l[wDown]))
+			add(p+"input_layernorm.weight", same(l[wLn1]))
+			add(p+"post_attention_layernorm.weight", same(l[wLn2]))
+		}
+		add("model.norm.weight", same(m.norm))
+		if m.head != nil {
+			add("lm_head.weight", same(m.head))
+		}
+		return s.Err()
+	})
+}
+
+// New builds a model with HF's random initialisation, seeded by opt.Seed:
+// every linear weight and the embedding ~ N(0, initializer_range²), biases
+// zero, norm weights one.
+func New(cfg Config, opt Options) (*Model, error) {
+	if cfg.InitializerRange == 0 {
+		cfg.InitializerRange = 0.02
+	}
+	m, err := alloc(cfg, opt)
+	if err != nil {
+		return nil, err
+	}
+	g, err := torch.NewGenerator(opt.Seed, torch.CPU)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+	defer g.Close()
+	s := torch.NewScope()
+	defer s.Close()
+	err = torch.NoGrad(func() error {
+		for _, p := range m.named {
+			if isNormOrBias(p.Name) {
+				continue
+			}
+			r := s.MulS(s.Randn(g, p.T.Shape(), torch.Float32, torch.CPU), cfg.InitializerRange)
+			s.CopyInto(p.T, r)
+		}
+		return s.Err()
+	})
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("llm: initialising: %w", err)
+	}
+	return m, nil
+}
+
+func isNormOrBias(name string) bool {
+	return hasSuffix(name, ".bias") || hasSuffix(name, "norm.weight")
+}
+
+func hasSuffix(s, suf string) bool { return len(s) >= len(suf) && s[len(s)-len(suf):] == suf }
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// Options returns the dtype, device and seed the model was built with.
+func (m *Model) Options() Options { return m.opt }
+
+// Params returns the parameters under their HF names (views; see NamedParam).
+// With LoRA on, the base weights are returned unmerged.
+func (m *Model) Params() []NamedParam { return append([]NamedParam(nil), m.named...) }
+
+// base lists the underlying (fused) parameter tensors.
+func (m *Model) base() []*torch.Tensor {
+	out := []*torch.Tensor{m.embed}
+	for _, l := range m.layers {
+		out = append(out, l[:]...)
+	}
+	out = append(out, m.norm)
+	if m.head != nil {
+		out = append(out, m.head)
+	}
+	return out
+}
+
+// Trainable returns the tensors an optimiser updates: every (fused) base
+// parameter, or only the LoRA adapters when LoRA is on.
+func (m *Model) Trainable() []*torch.Tensor {
+	if m.lora != nil {
+		return m.lora.params()
+	}
+	return m.base()
+}
+
+// Close frees every tensor of the model. Using the model afterwards fails
+// with torch.ErrFreed.
+func (m *Model) Close() {
+	for _, p := range m.named {
+		p.T.Free()
+	}
+	m.named = nil
+	for _, t := range m.base() {
+		t.Free()
+	}
+	m.cos.Free()
+	m.sin.Free()
+	if m.lora != nil {
+		m.lora.close()
+		m.lora = nil
+	}
+}
+
+// Clone returns a deep copy (its own tensors, same LoRA state).
+func (m *Model) Clone() (*Model, error) {
+	c, err := alloc(m.cfg, m.opt)
+	if err != nil {
+		return nil, err
+	}
+	c.genConfig = append([]byte(nil), m.genConfig...)
+	if m.lora != nil {
+		if err := c.EnableLoRA(m.lora.cfg); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.CopyWeightsFrom(m); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// CopyWeightsFrom copies o's parameters (and LoRA adapters, when both have
+// the same LoRA setup) into m. The configs must have the same shapes.
+func (m *Model) CopyWeightsFrom(o *Model) error {
+	a, b := m.base(), o.base()
+	if len(a) != len(b) {
+		return fmt.Errorf("llm: copy weights: %d parameters vs %d", len(a), len(b))
+	}
+	if (m.lora == nil) != (o.lora == nil) {
+		return fmt.Errorf("llm: copy weights: LoRA on one model only")
+	}
+	if m.lora != nil {
+		a = append(a, m.lora.params()...)
+		b = append(b, o.lora.params()...)
+		if len(a) != len(b) {
+			return fmt.Errorf("llm: copy weights: LoRA setups differ")
+		}
+	}
+	for i := range a {
+		if !sameShape(a[i].Shape(), b[i].Shape()) {
+			return fmt.Errorf("llm: copy weights: parameter %d has shape %v vs %v", i, a[i].Shape(), b[i].Shape())
+		}
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	for i := range a {
+		s.CopyInto(a[i], b[i])
+	}
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("llm: copy weights: %w", err)
+	}
+	return nil
+}
+
+func sameShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// weights assembles the fused-forward argument.
+func (m *Model) weights(withHead bool) *torch.LLMWeights {
+	w := &torch.LLMWeights{Embed: m.embed, Layers: m.layers, Norm: m.norm}
+	if withHead {
+		w.Head = m.head
+		if w.Head == nil {
+			w.Head = m.embed
+		}
+	}
+	if m.lora != nil {
+		w.LoRA = m.lora.layers
+		w.LoRAScale = m.lora.scale
+	}
+	return w
+}
+
+func (m *Model) shape() torch.LLMShape {
+	return torch.LLMShape{Heads: m.cfg.NumAttentionHeads, KVHeads: m.cfg.NumKeyValueHeads,
+		HeadDim: m.cfg.HeadDimension(), Eps: m.cfg.RMSNormEps}
+}
+
+// Forward runs teacher forcing. ids, positions: (B,T) int64; attn: (B,T)
+// 0/1 (left or right padding). It returns (B,T,V) logits in the model's
+// dtype, with gradients unless grad mode is off (torch.NoGrad).
+func (m *Model) Forward(s *torch.Scope, ids, positions, attn *torch.Tensor) *torch.Tensor {
+	return m.forward(s, ids, positions, attn, true)
+}
+
+// Hidden returns the final normalised hidden states (B,T,E).
+func (m *Model) Hidden(s *torch.Scope, ids, positions, attn *torch.Tensor) *torch.Tensor {
+	return m.forward(s, ids, positions, attn, false)
+}
+
+func (m *Model) forward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
+	kb := s.LLMKeyBias(attn)
+	if kb != nil && kb.Device() != m.opt.Device {
+		kb = s.To(kb, torch.Float32, m.opt.Device)
+	}
+	return s.LLMForward(m.weights(head), m.shape(), torch.LLMForwardArgs{
+		IDs: ids, Pos: positions, Cos: m.cos, Sin: m.sin, KeyBias: kb,
+	})
+}
+
+// logProbChunkElems bounds the floats one log-softmax chunk materialises.
+const logProbChunkElems = 1 << 25
+
+// TokenLogProbs returns logp[b,t] = log softmax(logits[b,t-1]/temperature)[ids[b,t]]
+// for t >= 1 and 0 at t = 0, as float32 (B,T); entropy likewise (nil unless
+// withEntropy). The log-softmax is chunked over time so that no more than
+// about 32M floats are materialised beyond the logits. With gradients unless
+// called inside torch.NoGrad.
+func (m *Model) TokenLogProbs(s *torch.Scope, ids, positions, attn *torch.Tensor, temperature float64, withEntropy bool) (logp, entropy *torch.Tensor) {
+	if !(temperature > 0) {
+		s.Errorf("llm_token_logprobs", "temperature must be > 0, got %g", temperature)
+		return nil, nil
+	}
+	logits := m.Forward(s, ids, positions, attn)
+	if logits == nil {
+		return nil, nil
+	}
+	chunk := int64(logProbChunkElems) / max(1, logits.Size(0)*logits.Size(2))
+	return s.LLMTokenLogProbs(logits, ids, temperature, withEntropy, max(chunk, 1))
+}
