@@ -283,6 +283,11 @@ func writeAtomic(path string, b []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("safetensors: %s: %w", path, err)
 	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("safetensors: %s: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("safetensors: %s: %w", path, err)
