@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"ragen/track"
 )
@@ -43,11 +44,17 @@ func ExampleNew() {
 }
 
 func ExampleProgress() {
-	p := track.NewProgress(os.Stdout, "eval", track.ProgressOptions{Total: 4, Mode: track.ModePlain, Width: 8})
-	p.Set(4)
+	// A fixed clock that advances 1.5 s per reading keeps the output stable;
+	// real loops leave Now nil.
+	t := time.Unix(0, 0)
+	clock := func() time.Time { t = t.Add(1500 * time.Millisecond); return t }
+	p := track.NewProgress(os.Stdout, "eval", track.ProgressOptions{Total: 4, Mode: track.ModePlain, Width: 8, Now: clock})
+	p.Set(2, track.Field{Name: "acc", Value: 0.5})
+	p.Set(4, track.Field{Name: "acc", Value: 0.75})
 	p.Finish()
-	// Output is timing dependent; the shape is
-	// eval: 100%|########| 4/4 [00:00<00:00, ...it/s]
+	// Output:
+	// eval:  50%|####    | 2/4 [00:03<00:03,  1.50s/it, acc=0.5]
+	// eval: 100%|########| 4/4 [00:06<00:00,  1.50s/it, acc=0.75]
 }
 
 func ExampleAppendRecord() {

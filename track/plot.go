@@ -313,12 +313,18 @@ type layout struct {
 	xdec, ydec int // tick label decimals
 }
 
+// frac is (v-lo)/(hi-lo), halved first so that spans near ±MaxFloat64 do
+// not overflow.
+func frac(v, lo, hi float64) float64 {
+	return (v/2 - lo/2) / (hi/2 - lo/2)
+}
+
 func (l *layout) px(s float64) float64 {
-	return float64(l.plot.Min.X) + (s-l.x0)/(l.x1-l.x0)*float64(l.plot.Dx()-1)
+	return float64(l.plot.Min.X) + frac(s, l.x0, l.x1)*float64(l.plot.Dx()-1)
 }
 
 func (l *layout) py(v float64) float64 {
-	return float64(l.plot.Max.Y-1) - (v-l.y0)/(l.y1-l.y0)*float64(l.plot.Dy()-1)
+	return float64(l.plot.Max.Y-1) - frac(v, l.y0, l.y1)*float64(l.plot.Dy()-1)
 }
 
 const legendScale = 1
@@ -346,8 +352,9 @@ func chartLayout(w, h int, ss []series) layout {
 		d := math.Max(math.Abs(ymin)*0.1, 0.5)
 		ymin, ymax = ymin-d, ymax+d
 	} else {
-		pad := (ymax - ymin) * 0.05
-		ymin, ymax = ymin-pad, ymax+pad
+		pad := (ymax/2 - ymin/2) * 0.1
+		ymin = math.Max(ymin-pad, -math.MaxFloat64)
+		ymax = math.Min(ymax+pad, math.MaxFloat64)
 	}
 	l.x0, l.x1 = xmin, xmax
 	l.y0, l.y1 = ymin, ymax
@@ -389,8 +396,11 @@ func legendRows(w int, ss []series) int {
 // ticks force a spacing of at least 1.
 func niceTicks(lo, hi float64, n int, integer bool) ([]float64, int) {
 	span := hi - lo
-	if !(span > 0) || math.IsInf(span, 0) {
+	if !(span > 0) {
 		return []float64{lo}, 0
+	}
+	if math.IsInf(span, 0) { // |lo|, |hi| near MaxFloat64
+		span = math.MaxFloat64
 	}
 	raw := span / float64(max(n, 1))
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
@@ -531,6 +541,11 @@ func drawPolyline(img *image.RGBA, l *layout, xs, ys []float64, c color.RGBA, al
 // drawSegment draws an anti-aliased segment of the given width: each pixel's
 // coverage falls off linearly with its distance from the segment.
 func drawSegment(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA, alpha, width float64) {
+	for _, v := range []float64{x0, y0, x1, y1} {
+		if math.IsNaN(v) || math.Abs(v) > 1e6 {
+			return // not a drawable coordinate
+		}
+	}
 	hw := width / 2
 	r := image.Rect(int(math.Floor(math.Min(x0, x1)-hw-1)), int(math.Floor(math.Min(y0, y1)-hw-1)),
 		int(math.Ceil(math.Max(x0, x1)+hw+2)), int(math.Ceil(math.Max(y0, y1)+hw+2))).Intersect(img.Bounds())
@@ -554,6 +569,9 @@ func drawSegment(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA, alpha, w
 }
 
 func fillDisc(img *image.RGBA, cx, cy, rad float64, c color.RGBA, alpha float64) {
+	if math.IsNaN(cx+cy) || math.Abs(cx) > 1e6 || math.Abs(cy) > 1e6 {
+		return
+	}
 	r := image.Rect(int(cx-rad-1), int(cy-rad-1), int(cx+rad+2), int(cy+rad+2)).Intersect(img.Bounds())
 	for py := r.Min.Y; py < r.Max.Y; py++ {
 		for px := r.Min.X; px < r.Max.X; px++ {

@@ -314,3 +314,27 @@ func BenchmarkPlot(b *testing.B) {
 		}
 	}
 }
+
+func FuzzPlot(f *testing.F) {
+	f.Add(1.0, 2.0, 3.0, int64(1), int64(2), int64(3))
+	f.Add(-1e308, 1e308, math.NaN(), int64(0), int64(1<<40), int64(5))
+	f.Add(1.0, 1.0+1e-15, math.Inf(1), int64(7), int64(7), int64(7))
+	f.Add(5e-324, -5e-324, 0.0, int64(0), int64(0), int64(1))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, a, b, c float64, s1, s2, s3 int64) {
+		var recs []Record
+		for i, p := range []struct {
+			s int64
+			v float64
+		}{{s1, a}, {s2, b}, {s3, c}} {
+			if p.s < 0 || p.s > math.MaxInt32 {
+				continue
+			}
+			recs = append(recs, Record{Step: int(p.s), Data: map[string]float64{"k": p.v, "j": float64(i)}})
+		}
+		_, err := PlotCharts(recs, []Chart{{Name: "k", Keys: []string{"k", "j"}}}, dir, PlotOptions{Width: 200, Height: 150, NoSummary: true})
+		if err != nil && !errors.Is(err, ErrNoData) {
+			t.Fatal(err)
+		}
+	})
+}

@@ -158,3 +158,26 @@ func BenchmarkProgressRender(b *testing.B) {
 		_ = p.String()
 	}
 }
+
+func TestConsoleTTY(t *testing.T) {
+	now, advance := fakeClock()
+	var buf bytes.Buffer
+	c := NewConsole(Options{Out: &buf, Mode: ModeTTY, TotalSteps: 2, Now: now, Title: "T"})
+	advance(time.Second)
+	c.Log(1, map[string]float64{"critic/score/mean": 1})
+	advance(time.Second)
+	c.Log(2, map[string]float64{"critic/score/mean": 2})
+	c.Close()
+	bar1 := "T:  50%|██████████          | 1/2 [00:01<00:01,  1.00s/step, reward=1]"
+	// Redrawn at t = 2 s before the update: still 1 step, now 2 s/step.
+	bar1b := "T:  50%|██████████          | 1/2 [00:02<00:02,  2.00s/step, reward=1]"
+	bar2 := "T: 100%|████████████████████| 2/2 [00:02<00:00,  1.00s/step, reward=2]"
+	want := "step:1 - critic/score/mean:1.0\n" + // no bar drawn yet: plain line
+		"\r" + bar1 + "\x1b[K" +
+		"\r\x1b[Kstep:2 - critic/score/mean:2.0\n" + bar1b + // erase bar, print, redraw
+		"\r" + bar2 + "\x1b[K" +
+		"\r" + bar2 + "\x1b[K\n"
+	if got := buf.String(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
