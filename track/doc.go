@@ -37,6 +37,9 @@
 // standard library. Progress is a generic progress bar for other loops (SFT,
 // evaluation).
 //
+// Loggers are meant to be driven by the training loop's goroutine; they are
+// not safe for concurrent use (Progress is).
+//
 // Deliberate differences from upstream are listed in
 // doc/divergences/track.md.
 package track

@@ -113,16 +113,24 @@ func sortedKeys(m map[string]float64) []string {
 	return keys
 }
 
-// fmtG formats v like Python's format(v, ".3g"), which tqdm uses for
-// postfix numbers.
-func fmtG(v float64) string {
+// formatNum is tqdm's format_num for postfix numbers: format(v, ".3g")
+// with "+0"/"-0" shortened to "+"/"-", or Python's str(v) when that is not
+// longer.
+func formatNum(v float64) string {
+	var f string
 	switch {
 	case math.IsNaN(v):
-		return "nan"
+		f = "nan"
 	case math.IsInf(v, 1):
-		return "inf"
+		f = "inf"
 	case math.IsInf(v, -1):
-		return "-inf"
+		f = "-inf"
+	default:
+		f = strconv.FormatFloat(v, 'g', 3, 64)
+		f = strings.ReplaceAll(strings.ReplaceAll(f, "+0", "+"), "-0", "-")
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+	if n := PyFloat(v); len(n) <= len(f) {
+		return n
+	}
+	return f
 }

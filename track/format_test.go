@@ -75,3 +75,26 @@ func BenchmarkFormatStep(b *testing.B) {
 		_ = FormatStep(12, m)
 	}
 }
+
+func TestFormatNum(t *testing.T) {
+	// tqdm.format_num: f = "{:.3g}" with "+0"->"+", "-0"->"-"; Python str(v) if not longer.
+	cases := []struct {
+		v    float64
+		want string
+	}{
+		{0.5, "0.5"},           // f "0.5", str "0.5": equal length -> str
+		{2, "2"},               // f "2" shorter than "2.0"
+		{0.123456, "0.123"},    // f shorter
+		{1e-5, "1e-5"},         // f "1e-05" -> "1e-5", shorter than "1e-05"
+		{-0.5, "-.5"},          // f "-0.5" -> "-.5" (tqdm's quirk)
+		{123456, "1.23e+5"},    // f "1.23e+05" -> "1.23e+5", shorter than "123456.0"
+		{1234.5, "1234.5"},     // f "1.23e+3" (7 chars) is longer than "1234.5"
+		{math.NaN(), "nan"},    // equal -> str
+		{math.Inf(-1), "-inf"}, // equal -> str
+	}
+	for _, c := range cases {
+		if got := formatNum(c.v); got != c.want {
+			t.Errorf("formatNum(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

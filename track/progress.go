@@ -209,7 +209,7 @@ func (p *Progress) render() string {
 	switch {
 	case math.IsNaN(perUnit):
 		rate = "?" + p.opt.Unit + "/s"
-	case perUnit >= 1:
+	case perUnit > 1: // tqdm inverts the rate only above 1 s per unit
 		rate = fmt.Sprintf("%5.2fs/%s", perUnit, p.opt.Unit)
 	default:
 		rate = fmt.Sprintf("%5.2f%s/s", 1/perUnit, p.opt.Unit)
@@ -232,7 +232,7 @@ func (p *Progress) render() string {
 		sb.WriteString(", ")
 		sb.WriteString(f.Name)
 		sb.WriteByte('=')
-		sb.WriteString(fmtG(f.Value))
+		sb.WriteString(formatNum(f.Value))
 	}
 	sb.WriteByte(']')
 	return sb.String()

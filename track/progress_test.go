@@ -107,7 +107,7 @@ func TestProgressPlainThrottle(t *testing.T) {
 	if len(lines) != 11 {
 		t.Fatalf("got %d lines:\n%s", len(lines), buf.String())
 	}
-	if want := "sft: 100%|####################| 100/100 [01:40<00:00,  1.00s/it, loss=0.01]"; lines[10] != want {
+	if want := "sft: 100%|####################| 100/100 [01:40<00:00,  1.00it/s, loss=0.01]"; lines[10] != want {
 		t.Errorf("last line %q, want %q", lines[10], want)
 	}
 }
@@ -168,10 +168,11 @@ func TestConsoleTTY(t *testing.T) {
 	advance(time.Second)
 	c.Log(2, map[string]float64{"critic/score/mean": 2})
 	c.Close()
-	bar1 := "T:  50%|██████████          | 1/2 [00:01<00:01,  1.00s/step, reward=1]"
+	// Exactly 1 s/step: tqdm inverts the rate only above 1 s, so "1.00step/s".
+	bar1 := "T:  50%|██████████          | 1/2 [00:01<00:01,  1.00step/s, reward=1]"
 	// Redrawn at t = 2 s before the update: still 1 step, now 2 s/step.
 	bar1b := "T:  50%|██████████          | 1/2 [00:02<00:02,  2.00s/step, reward=1]"
-	bar2 := "T: 100%|████████████████████| 2/2 [00:02<00:00,  1.00s/step, reward=2]"
+	bar2 := "T: 100%|████████████████████| 2/2 [00:02<00:00,  1.00step/s, reward=2]"
 	want := "step:1 - critic/score/mean:1.0\n" + // no bar drawn yet: plain line
 		"\r" + bar1 + "\x1b[K" +
 		"\r\x1b[Kstep:2 - critic/score/mean:2.0\n" + bar1b + // erase bar, print, redraw
