@@ -6,12 +6,15 @@
 // # Tokenizers
 //
 // [LoadHF] reads a model folder holding tokenizer.json and
-// tokenizer_config.json (the Qwen2/Qwen2.5/Qwen3 layout) and returns an [*HF]
-// whose ids equal those of the Rust Hugging Face tokenizers library: NFC
-// normalisation, the Qwen2 split pattern (implemented as a hand-written
-// scanner, since Go's regexp has no lookahead), byte-level mapping, merge-rank
-// BPE with a cache, and added tokens matched literally in the text. [HF.Save]
-// writes the folder back so trained models can be exported.
+// tokenizer_config.json (the Qwen2/Qwen2.5/Qwen3 layout; Llama-3 files work
+// too) and returns an [*HF] whose ids equal those of the Rust Hugging Face
+// tokenizers library: NFC normalisation, the Qwen2 (or Llama-3) split
+// pattern (implemented as a hand-written scanner, since Go's regexp has no
+// lookahead), byte-level mapping, merge-rank BPE with a cache, added tokens
+// matched literally in the text, and TemplateProcessing special tokens
+// (Llama-3's BOS; see [HF.EncodeSpecial]). [HF.Save] writes the folder back
+// so trained models can be exported. [HF.RenderChat] takes tools and extra
+// template variables such as Qwen3's enable_thinking.
 //
 // [NewByte] returns a [*Byte] tokenizer: ids 0-255 are raw bytes, followed by
 // <|endoftext|>, <|im_start|> and <|im_end|>. Its chat format is Qwen2.5's,

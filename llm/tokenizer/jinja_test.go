@@ -304,3 +304,37 @@ func TestTemplateLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestHFRenderChatTools renders the reference tool cases through
+// HF.RenderChat (messages with tool_calls and tools as ordered JSON values).
+func TestHFRenderChatTools(t *testing.T) {
+	tok := loadQwen25(t)
+	n := 0
+	for _, c := range loadChatCases(t) {
+		if c.Template != "qwen25" || c.Plain {
+			continue
+		}
+		v, err := JSONValue(c.Vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := v.(*Dict)
+		msgs, _ := d.Get("messages")
+		gen, _ := d.Get("add_generation_prompt")
+		opt := ChatOptions{AddGenerationPrompt: gen == true}
+		if tools, ok := d.Get("tools"); ok {
+			opt.Tools = tools.([]any)
+		}
+		got, err := tok.RenderChat(msgs, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if got != *c.Output {
+			t.Errorf("%s:\n got %q\nwant %q", c.Name, got, *c.Output)
+		}
+		n++
+	}
+	if n < 4 {
+		t.Fatalf("only %d tool cases", n)
+	}
+}
