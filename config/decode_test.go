@@ -146,3 +146,32 @@ func TestDecodeIntKeys(t *testing.T) {
 		t.Errorf("lookup.12 = %q", v)
 	}
 }
+
+func TestDecodeLooseIgnoresOtherPackagesKeys(t *testing.T) {
+	tr, err := Load("base", []string{"trainer.total_training_steps=7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dst struct {
+		Trainer struct {
+			Steps int `yaml:"total_training_steps"`
+		} `yaml:"trainer"`
+	}
+	if err := tr.DecodeLoose("", &dst); err != nil {
+		t.Fatal(err)
+	}
+	if dst.Trainer.Steps != 7 {
+		t.Fatalf("steps = %d, want 7", dst.Trainer.Steps)
+	}
+	if err := tr.Decode("", &dst); err == nil {
+		t.Fatal("strict Decode must reject the keys the struct lacks")
+	}
+	var bad struct {
+		Trainer struct {
+			Steps []string `yaml:"total_training_steps"`
+		} `yaml:"trainer"`
+	}
+	if err := tr.DecodeLoose("", &bad); err == nil {
+		t.Fatal("a type mismatch must still be an error")
+	}
+}

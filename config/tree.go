@@ -417,3 +417,25 @@ func collectFields(typ reflect.Type, out map[string]reflect.Type, inlineMap *ref
 		out[name] = f.Type
 	}
 }
+
+// DecodeLoose decodes the subtree at path into dst like Decode, but ignores
+// keys with no matching field. Library packages use it to pick their part
+// out of the whole key tree: the tree itself was already checked against
+// the shipped configs (overrides of unknown keys are errors), so a key the
+// struct lacks belongs to another package.
+func (t *Tree) DecodeLoose(path string, dst any) error {
+	var v any = t.root
+	if path != "" {
+		var err error
+		if v, err = t.get(path); err != nil {
+			return err
+		}
+	}
+	if err := toNode(v).Decode(dst); err != nil {
+		if path == "" {
+			path = "<root>"
+		}
+		return fmt.Errorf("config: decode %s: %w", path, err)
+	}
+	return nil
+}
