@@ -80,7 +80,7 @@ func AggLoss(s *torch.Scope, x, m *torch.Tensor, mode string) *torch.Tensor {
 		return s.DivS(s.Sum(s.Mul(x, m), false), float64(t))
 	case algo.SeqMeanTokenSum, algo.SeqMeanTokenMean:
 		seq := s.Sum(s.Mul(x, m), false, -1) // (B)
-		n := s.Sum(m, false, -1)              // (B)
+		n := s.Sum(m, false, -1)             // (B)
 		if mode == algo.SeqMeanTokenMean {
 			seq = s.Div(seq, s.AddS(n, maskEps))
 		}

@@ -1,0 +1,488 @@
+package starpo
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"ragen/internal/torch"
+)
+
+// Checkpoint layout under trainer.default_local_dir (veRL's names where it
+// has them):
+//
+//	global_step_N/actor/model.safetensors   trainable parameters by index (param.<i>)
+//	global_step_N/actor/optim.safetensors   AdamW moments (exp_avg.<i>, exp_avg_sq.<i>)
+//	global_step_N/critic/...                the same for the critic
+//	global_step_N/trainer_state.json        step, counters, scheduler, early-stop and extra state
+//	latest_checkpointed_iteration.txt       N of the newest complete checkpoint
+//
+// A step folder is written under a temporary name and renamed when complete,
+// and the tracker file is replaced by rename, so a run killed at any moment
+// leaves either the previous or the new checkpoint, never a partial one.
+const (
+	TrackerFile    = "latest_checkpointed_iteration.txt"
+	StateFile      = "trainer_state.json"
+	stepDirPrefix  = "global_step_"
+	modelFile      = "model.safetensors"
+	optimFile      = "optim.safetensors"
+	checkpointVers = 1
+)
+
+// checkpointState is trainer_state.json.
+type checkpointState struct {
+	Version     int               `json:"version"`
+	State       trainState        `json:"trainer"`
+	ActorOptim  int64             `json:"actor_optimizer_step"`
+	CriticOptim int64             `json:"critic_optimizer_step"`
+	Extra       map[string][]byte `json:"extra,omitempty"` // Deps.State by name
+}
+
+// StepDir is the folder of the checkpoint of step n.
+func (t *Trainer) StepDir(n int) string {
+	return filepath.Join(t.cfg.Trainer.DefaultLocalDir, fmt.Sprintf("%s%d", stepDirPrefix, n))
+}
+
+// SaveCheckpoint writes the checkpoint of the current step atomically and
+// prunes old ones beyond max_actor_ckpt_to_keep.
+func (t *Trainer) SaveCheckpoint() error {
+	root := t.cfg.Trainer.DefaultLocalDir
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("starpo: checkpoint: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, ".tmp-"+stepDirPrefix)
+	if err != nil {
+		return fmt.Errorf("starpo: checkpoint: %w", err)
+	}
+	defer os.RemoveAll(tmp) // no-op after the rename
+	if err := t.writeCheckpoint(tmp); err != nil {
+		return fmt.Errorf("starpo: checkpoint step %d: %w", t.st.Step, err)
+	}
+	final := t.StepDir(t.st.Step)
+	if _, err := os.Stat(final); err == nil {
+		old := final + ".old"
+		_ = os.RemoveAll(old)
+		if err := os.Rename(final, old); err != nil {
+			return fmt.Errorf("starpo: checkpoint: %w", err)
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("starpo: checkpoint: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(root, TrackerFile), []byte(strconv.Itoa(t.st.Step))); err != nil {
+		return fmt.Errorf("starpo: checkpoint tracker: %w", err)
+	}
+	return t.prune()
+}
+
+func (t *Trainer) writeCheckpoint(dir string) error {
+	if err := writeModel(filepath.Join(dir, "actor"), t.deps.Actor.Trainable(), t.actorOpt); err != nil {
+		return err
+	}
+	cs := checkpointState{Version: checkpointVers, State: t.st, ActorOptim: t.actorOpt.StepCount()}
+	if t.deps.Critic != nil {
+		if err := writeModel(filepath.Join(dir, "critic"), t.deps.Critic.Trainable(), t.criticOpt); err != nil {
+			return err
+		}
+		cs.CriticOptim = t.criticOpt.StepCount()
+	}
+	if len(t.deps.State) > 0 {
+		cs.Extra = map[string][]byte{}
+		for name, s := range t.deps.State {
+			b, err := s.MarshalState()
+			if err != nil {
+				return fmt.Errorf("state %q: %w", name, err)
+			}
+			cs.Extra[name] = b
+		}
+	}
+	data, err := json.MarshalIndent(cs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileSync(filepath.Join(dir, StateFile), data)
+}
+
+func writeModel(dir string, params []*torch.Tensor, opt *torch.AdamW) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	named := make([]NamedTensor, len(params))
+	for i, p := range params {
+		named[i] = NamedTensor{Name: fmt.Sprintf("param.%d", i), T: p}
+	}
+	if err := WriteSafetensors(filepath.Join(dir, modelFile), named); err != nil {
+		return err
+	}
+	m, v, _ := opt.State()
+	var moments []NamedTensor
+	for i := range m {
+		moments = append(moments, NamedTensor{Name: fmt.Sprintf("exp_avg.%d", i), T: m[i]},
+			NamedTensor{Name: fmt.Sprintf("exp_avg_sq.%d", i), T: v[i]})
+	}
+	return WriteSafetensors(filepath.Join(dir, optimFile), moments)
+}
+
+// prune removes the oldest step folders beyond max_actor_ckpt_to_keep (nil
+// or 0 keeps all) and the critic sub-folders beyond max_critic_ckpt_to_keep.
+func (t *Trainer) prune() error {
+	steps, err := listSteps(t.cfg.Trainer.DefaultLocalDir)
+	if err != nil {
+		return err
+	}
+	keep := func(k *int, f func(n int) error) error {
+		if k == nil || *k <= 0 || len(steps) <= *k {
+			return nil
+		}
+		for _, n := range steps[:len(steps)-*k] {
+			if err := f(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := keep(t.cfg.Trainer.MaxCriticCkptToKeep, func(n int) error {
+		return os.RemoveAll(filepath.Join(t.StepDir(n), "critic"))
+	}); err != nil {
+		return err
+	}
+	return keep(t.cfg.Trainer.MaxActorCkptToKeep, func(n int) error { return os.RemoveAll(t.StepDir(n)) })
+}
+
+// listSteps returns the step numbers of the complete checkpoints, ascending.
+func listSteps(root string) ([]int, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var steps []int
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), stepDirPrefix) {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), stepDirPrefix)); err == nil {
+			steps = append(steps, n)
+		}
+	}
+	sort.Ints(steps)
+	return steps, nil
+}
+
+// resume loads the checkpoint trainer.resume_mode selects, if any.
+func (t *Trainer) resume() error {
+	tr := t.cfg.Trainer
+	var dir string
+	switch tr.ResumeMode {
+	case ResumeDisable:
+		return nil
+	case ResumePath:
+		dir = tr.ResumeFromPath
+		if !strings.HasPrefix(filepath.Base(filepath.Clean(dir)), stepDirPrefix) {
+			return fmt.Errorf("starpo: trainer.resume_from_path %q must name a %sN folder", dir, stepDirPrefix)
+		}
+	default:
+		b, err := os.ReadFile(filepath.Join(tr.DefaultLocalDir, TrackerFile))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // nothing to resume: train from scratch
+		}
+		if err != nil {
+			return fmt.Errorf("starpo: resume: %w", err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return fmt.Errorf("starpo: resume: %s holds %q, not a step number", TrackerFile, strings.TrimSpace(string(b)))
+		}
+		dir = t.StepDir(n)
+	}
+	return t.LoadCheckpoint(dir)
+}
+
+// LoadCheckpoint restores the trainer, models and optimizers from a
+// global_step_N folder.
+func (t *Trainer) LoadCheckpoint(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if err != nil {
+		return fmt.Errorf("starpo: load checkpoint: %w", err)
+	}
+	var cs checkpointState
+	if err := json.Unmarshal(data, &cs); err != nil {
+		return fmt.Errorf("starpo: load checkpoint %s: %w", StateFile, err)
+	}
+	if cs.Version != checkpointVers {
+		return fmt.Errorf("starpo: load checkpoint: version %d, want %d", cs.Version, checkpointVers)
+	}
+	if err := readModel(filepath.Join(dir, "actor"), t.deps.Actor.Trainable(), t.actorOpt, cs.ActorOptim); err != nil {
+		return fmt.Errorf("starpo: load checkpoint actor: %w", err)
+	}
+	if t.deps.Critic != nil {
+		if err := readModel(filepath.Join(dir, "critic"), t.deps.Critic.Trainable(), t.criticOpt, cs.CriticOptim); err != nil {
+			return fmt.Errorf("starpo: load checkpoint critic: %w", err)
+		}
+	}
+	for name, s := range t.deps.State {
+		b, ok := cs.Extra[name]
+		if !ok {
+			return fmt.Errorf("starpo: load checkpoint: no state %q", name)
+		}
+		if err := s.UnmarshalState(b); err != nil {
+			return fmt.Errorf("starpo: load checkpoint state %q: %w", name, err)
+		}
+	}
+	if cs.State.LowVal == nil {
+		cs.State.LowVal = map[string]int{}
+	}
+	t.st = cs.State
+	if t.klCtrl != nil {
+		t.klCtrl.Value = float64(t.st.KLCoef)
+	}
+	return nil
+}
+
+func readModel(dir string, params []*torch.Tensor, opt *torch.AdamW, optStep int64) error {
+	names := make([]string, len(params))
+	for i := range params {
+		names[i] = fmt.Sprintf("param.%d", i)
+	}
+	if err := loadInto(filepath.Join(dir, modelFile), names, params); err != nil {
+		return err
+	}
+	m, v, _ := opt.State()
+	var onames []string
+	var dst []*torch.Tensor
+	for i := range m {
+		onames = append(onames, fmt.Sprintf("exp_avg.%d", i), fmt.Sprintf("exp_avg_sq.%d", i))
+		dst = append(dst, m[i], v[i])
+	}
+	if err := loadInto(filepath.Join(dir, optimFile), onames, dst); err != nil {
+		return err
+	}
+	opt.SetStep(optStep)
+	return nil
+}
+
+// loadInto copies the named tensors of a safetensors file into dst in place.
+func loadInto(path string, names []string, dst []*torch.Tensor) error {
+	f, err := ReadSafetensors(path)
+	if err != nil {
+		return err
+	}
+	if len(f) != len(names) {
+		return fmt.Errorf("%s holds %d tensors, the model has %d", path, len(f), len(names))
+	}
+	return torch.NoGrad(func() error {
+		return withScope(func(s *torch.Scope) error {
+			for i, name := range names {
+				e, ok := f[name]
+				if !ok {
+					return fmt.Errorf("%s: no tensor %q", path, name)
+				}
+				if !slicesEqual(e.Shape, dst[i].Shape()) {
+					return fmt.Errorf("%s: %s has shape %v, the model's is %v", path, name, e.Shape, dst[i].Shape())
+				}
+				src := s.Own(torch.FromBytes(e.Data, e.DType, e.Shape...))
+				s.CopyInto(dst[i], src)
+			}
+			return s.Err()
+		})
+	})
+}
+
+func slicesEqual(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Export writes the trained policy as a Hugging Face folder through the
+// actor's Save (llm.Model implements it).
+func (t *Trainer) Export(dir string) error {
+	s, ok := t.deps.Actor.(Saver)
+	if !ok {
+		return fmt.Errorf("starpo: export: the actor (%T) cannot write a Hugging Face folder (no Save method)", t.deps.Actor)
+	}
+	if err := s.Save(dir); err != nil {
+		return fmt.Errorf("starpo: export: %w", err)
+	}
+	return nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := writeFileSync(tmp, data); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// NamedTensor is a tensor with its safetensors name.
+type NamedTensor struct {
+	Name string
+	T    *torch.Tensor
+}
+
+// SafeEntry is one tensor read from a safetensors file.
+type SafeEntry struct {
+	DType torch.DType
+	Shape []int64
+	Data  []byte
+}
+
+var safeDTypes = map[torch.DType]string{torch.Float32: "F32", torch.Float64: "F64", torch.BFloat16: "BF16",
+	torch.Int64: "I64", torch.Int32: "I32", torch.Bool: "BOOL"}
+
+type safeHeader struct {
+	DType   string   `json:"dtype"`
+	Shape   []int64  `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+// WriteSafetensors writes tensors in the safetensors format (8-byte
+// little-endian header length, JSON header, raw little-endian data), in
+// the given order.
+func WriteSafetensors(path string, ts []NamedTensor) error {
+	header := map[string]any{}
+	var blobs [][]byte
+	off := int64(0)
+	for _, nt := range ts {
+		code, ok := safeDTypes[nt.T.DType()]
+		if !ok {
+			return fmt.Errorf("safetensors: %s: unsupported dtype %v", nt.Name, nt.T.DType())
+		}
+		b, err := torch.Bytes(nt.T, nt.T.DType())
+		if err != nil {
+			return fmt.Errorf("safetensors: %s: %w", nt.Name, err)
+		}
+		header[nt.Name] = safeHeader{DType: code, Shape: nt.T.Shape(), Offsets: [2]int64{off, off + int64(len(b))}}
+		off += int64(len(b))
+		blobs = append(blobs, b)
+	}
+	hj, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	for len(hj)%8 != 0 {
+		hj = append(hj, ' ')
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(hj)))
+	werr := func() error {
+		if _, err := f.Write(n[:]); err != nil {
+			return err
+		}
+		if _, err := f.Write(hj); err != nil {
+			return err
+		}
+		for _, b := range blobs {
+			if _, err := f.Write(b); err != nil {
+				return err
+			}
+		}
+		return f.Sync()
+	}()
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// ReadSafetensors reads every tensor of a safetensors file, checking the
+// header against the data.
+func ReadSafetensors(path string) (map[string]SafeEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var n [8]byte
+	if _, err := io.ReadFull(f, n[:]); err != nil {
+		return nil, fmt.Errorf("safetensors %s: header length: %w", path, err)
+	}
+	hl := binary.LittleEndian.Uint64(n[:])
+	if hl > uint64(st.Size())-8 {
+		return nil, fmt.Errorf("safetensors %s: header length %d exceeds the file size %d", path, hl, st.Size())
+	}
+	hj := make([]byte, hl)
+	if _, err := io.ReadFull(f, hj); err != nil {
+		return nil, fmt.Errorf("safetensors %s: header: %w", path, err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(hj, &raw); err != nil {
+		return nil, fmt.Errorf("safetensors %s: header: %w", path, err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	codes := map[string]torch.DType{}
+	for d, c := range safeDTypes {
+		codes[c] = d
+	}
+	out := map[string]SafeEntry{}
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			continue
+		}
+		var h safeHeader
+		if err := json.Unmarshal(msg, &h); err != nil {
+			return nil, fmt.Errorf("safetensors %s: %s: %w", path, name, err)
+		}
+		dt, ok := codes[h.DType]
+		if !ok {
+			return nil, fmt.Errorf("safetensors %s: %s: unsupported dtype %q", path, name, h.DType)
+		}
+		count := int64(1)
+		for _, d := range h.Shape {
+			if d < 0 {
+				return nil, fmt.Errorf("safetensors %s: %s: negative dimension in %v", path, name, h.Shape)
+			}
+			count *= d
+		}
+		lo, hi := h.Offsets[0], h.Offsets[1]
+		if lo < 0 || hi < lo || hi > int64(len(data)) || hi-lo != count*int64(dt.Size()) {
+			return nil, fmt.Errorf("safetensors %s: %s: offsets [%d, %d] do not fit shape %v of %s in %d data bytes", path, name, lo, hi, h.Shape, h.DType, len(data))
+		}
+		out[name] = SafeEntry{DType: dt, Shape: h.Shape, Data: data[lo:hi]}
+	}
+	return out, nil
+}

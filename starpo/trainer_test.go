@@ -1,0 +1,332 @@
+package starpo
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ragen/env"
+	"ragen/filter"
+	"ragen/internal/torch"
+	"ragen/ragen"
+	"ragen/starpo/algo"
+)
+
+// smallConfig is a CPU-sized run: 2 groups × 4 bandit envs, mini-batches of
+// 4 rows in micro-batches of 2.
+func smallConfig(dir string) Config {
+	c := DefaultConfig()
+	c.ESManager.Train = EnvSetConfig{EnvGroups: 2, GroupSize: 4}
+	c.ActorRolloutRef.Actor.PPOMiniBatchSize = 4
+	c.ActorRolloutRef.Actor.PPOMicroBatchSizePerGPU = 2
+	c.ActorRolloutRef.Actor.Optim.LR = 1e-2
+	c.ActorRolloutRef.Rollout.LogProbMicroBatchSizePerGPU = 4
+	c.Critic.PPOMiniBatchSize = 4
+	c.Critic.PPOMicroBatchSizePerGPU = 2
+	c.Critic.Optim.LR = 1e-2
+	c.Trainer.TotalTrainingSteps = 3
+	c.Trainer.TestFreq = 2
+	c.Trainer.SaveFreq = 0
+	c.Trainer.DefaultLocalDir = dir
+	c.Trainer.ResumeMode = ResumeDisable
+	return c
+}
+
+type models struct {
+	actor, ref *tinyLM
+	critic     *tinyCritic
+}
+
+func newModels(seed uint64) *models {
+	return &models{actor: newTinyLM(seed, tinyVocab, 8), ref: newTinyLM(99, tinyVocab, 8), critic: newTinyCritic(seed+1, tinyVocab, 8)}
+}
+
+func (m *models) Close() { m.actor.Close(); m.ref.Close(); m.critic.Close() }
+
+func snapshot(t *testing.T, ps []*torch.Tensor) [][]float64 {
+	t.Helper()
+	var out [][]float64
+	for _, p := range ps {
+		v, err := torch.Data[float64](p)
+		require.NoError(t, err)
+		out = append(out, v)
+	}
+	return out
+}
+
+func newTestTrainer(t *testing.T, cfg Config, m *models, proxy *ragen.AgentProxy, log Logger) *Trainer {
+	t.Helper()
+	tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Ref: m.ref, Rollout: proxy.RolloutWith,
+		Filter: filter.DefaultConfig(), Logger: log})
+	require.NoError(t, err)
+	t.Cleanup(tr.Close)
+	return tr
+}
+
+// A few GAE steps on the real Bandit env: every loss is finite and every
+// trained parameter (actor and critic) moved.
+func TestSmokeBanditGAE(t *testing.T) {
+	m := newModels(1)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.ActorRolloutRef.Actor.UseKLLoss = true
+	cfg.ActorRolloutRef.Actor.KLLossCoef = 0.01
+	cfg.ActorRolloutRef.Actor.KLLossType = "low_var_kl"
+	before := snapshot(t, m.actor.Trainable())
+	cbefore := snapshot(t, m.critic.Trainable())
+	log := &recLogger{}
+	tr := newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 4), log)
+	stop, err := tr.Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, StopFinished, stop)
+	assert.Equal(t, []int{0, 1, 2, 3}, log.steps)
+	for step := 1; step <= 3; step++ {
+		met := log.byStep(step)
+		for _, k := range []string{algo.MetricPGLoss, algo.MetricVFLoss, algo.MetricEntropy, algo.MetricKLLoss,
+			MetricActorGradNorm, MetricCriticGradNorm, MetricRefLogProb, "critic/advantages/mean", "timing_s/update_actor"} {
+			v, ok := met[k]
+			if assert.True(t, ok, "step %d: %s missing", step, k) {
+				assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "step %d: %s = %v", step, k, v)
+			}
+		}
+		assert.Equal(t, 8.0, met[MetricBatchSize])
+		assert.Equal(t, 2.0, met[MetricNumMiniBatches])
+	}
+	assert.Contains(t, log.byStep(2), "val-env/Bandit/success")
+	assert.Contains(t, log.byStep(0), "val-core/unknown/reward/mean@4")
+	after := snapshot(t, m.actor.Trainable())
+	for i := range before {
+		assert.NotEqual(t, before[i], after[i], "actor parameter %d did not move", i)
+	}
+	cafter := snapshot(t, m.critic.Trainable())
+	for i := range cbefore {
+		assert.NotEqual(t, cbefore[i], cafter[i], "critic parameter %d did not move", i)
+	}
+}
+
+// GRPO without a critic, with dynamic micro-batches by token budget.
+func TestSmokeBanditGRPODynamicBsz(t *testing.T) {
+	m := newModels(2)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Algorithm.AdvEstimator = algo.EstGRPO
+	cfg.ActorRolloutRef.Actor.UseDynamicBsz = true
+	cfg.ActorRolloutRef.Actor.PPOMaxTokenLenPerGPU = 4000
+	cfg.ActorRolloutRef.Actor.LossAggMode = algo.SeqMeanTokenMean
+	cfg.Trainer.TestFreq = 0
+	cfg.Trainer.ValBeforeTrain = false
+	log := &recLogger{}
+	before := snapshot(t, m.actor.Trainable())
+	tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Rollout: banditProxy(t, 2, 4, 2).RolloutWith, Filter: filter.DefaultConfig(), Logger: log})
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.Fit(context.Background())
+	require.NoError(t, err)
+	require.Len(t, log.metrics, 3)
+	assert.NotContains(t, log.metrics[0], algo.MetricVFLoss)
+	assert.NotContains(t, log.metrics[0], MetricRefLogProb) // no reference given
+	after := snapshot(t, m.actor.Trainable())
+	for i := range before {
+		assert.NotEqual(t, before[i], after[i], "actor parameter %d did not move", i)
+	}
+}
+
+// comparable drops the wall-clock metrics.
+func comparable(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "timing_") || strings.HasPrefix(k, "perf/") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// A run killed after step 2 and resumed from its checkpoint logs exactly the
+// metrics of an uninterrupted run (cosine LR with warm-up, critic, KL loss).
+func TestResumeEqualsUninterrupted(t *testing.T) {
+	const total = 4
+	cfgFor := func(dir string) Config {
+		c := smallConfig(dir)
+		c.Trainer.TotalTrainingSteps = total
+		c.Trainer.SaveFreq = 1
+		c.Trainer.ResumeMode = ResumeAuto
+		c.ActorRolloutRef.Actor.UseKLLoss = true
+		c.ActorRolloutRef.Actor.KLLossCoef = 0.05
+		c.ActorRolloutRef.Actor.Optim.WarmupStyle = WarmupCosine
+		c.ActorRolloutRef.Actor.Optim.LRWarmupStepsRatio = 0.5
+		c.ActorRolloutRef.Actor.Optim.MinLRRatio = 0.1
+		return c
+	}
+	// Uninterrupted.
+	full := &recLogger{}
+	m1 := newModels(7)
+	defer m1.Close()
+	tr1 := newTestTrainer(t, cfgFor(t.TempDir()), m1, banditProxy(t, 2, 4, 2), full)
+	_, err := tr1.Fit(context.Background())
+	require.NoError(t, err)
+
+	// Killed after step 2 (the context is cancelled while logging step 2).
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	part := &recLogger{onLog: func(step int) {
+		if step == 2 {
+			cancel()
+		}
+	}}
+	m2 := newModels(7)
+	defer m2.Close()
+	tr2 := newTestTrainer(t, cfgFor(dir), m2, banditProxy(t, 2, 4, 2), part)
+	_, err = tr2.Fit(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 2, tr2.Step())
+
+	// Resumed with differently initialised models: the checkpoint restores them.
+	rest := &recLogger{}
+	m3 := newModels(1234)
+	defer m3.Close()
+	tr3 := newTestTrainer(t, cfgFor(dir), m3, banditProxy(t, 2, 4, 2), rest)
+	_, err = tr3.Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []int{2, 3, 4}, rest.steps) // val_before_train at the resumed step, then 3, 4
+	for step := 1; step <= total; step++ {
+		want := comparable(full.byStep(step))
+		var got map[string]float64
+		if step <= 2 {
+			got = comparable(part.byStep(step))
+		} else {
+			got = comparable(rest.byStep(step))
+		}
+		require.NotEmpty(t, want)
+		assertSameMetrics(t, want, got, step)
+	}
+	// BLAS kernels may round differently with another memory alignment, so
+	// parameters agree to the last bits rather than bit for bit.
+	assertSameParams(t, snapshot(t, m1.actor.Trainable()), snapshot(t, m3.actor.Trainable()))
+	assertSameParams(t, snapshot(t, m1.critic.Trainable()), snapshot(t, m3.critic.Trainable()))
+	steps, err := listSteps(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []int{4}, steps, "max_actor_ckpt_to_keep=1 keeps only the newest")
+}
+
+// A filter that keeps nothing skips the update and logs the empty step;
+// rollout_filter_empty_stop_steps consecutive empty steps stop training.
+func TestEmptyFilterSkipsAndStops(t *testing.T) {
+	m := newModels(3)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Trainer.TotalTrainingSteps = 10
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.ActorRolloutRef.Rollout.EmptyStopSteps = 2
+	// Every episode scores 0, so every group has reward std 0; with
+	// include_zero=false the filter drops all groups.
+	fc := filter.DefaultConfig()
+	fc.Value, fc.IncludeZero = 0.9, false
+	proxy := banditProxy(t, 2, 4, 2)
+	rollout := func(ctx context.Context, mode env.Mode, opt ragen.RolloutOptions) (*ragen.Batch, error) {
+		b, err := proxy.RolloutWith(ctx, mode, opt)
+		if err != nil {
+			return nil, err
+		}
+		for i := range b.RMScores {
+			clear(b.RMScores[i])
+			clear(b.OriginalRMScores[i])
+		}
+		return b, nil
+	}
+	before := snapshot(t, m.actor.Trainable())
+	log := &recLogger{}
+	tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: rollout, Filter: fc, Logger: log})
+	require.NoError(t, err)
+	defer tr.Close()
+	stop, err := tr.Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, StopEmptyFilteredSteps, stop)
+	require.Equal(t, []int{1, 2}, log.steps)
+	assert.Equal(t, 1.0, log.metrics[0][MetricEmptyAfterFilter])
+	assert.Equal(t, 1.0, log.metrics[0][MetricConsecutiveEmpty])
+	assert.Equal(t, 2.0, log.metrics[1][MetricConsecutiveEmpty])
+	assert.Equal(t, 1.0, log.metrics[1][MetricEarlyEmpty])
+	assert.NotContains(t, log.metrics[0], algo.MetricPGLoss)
+	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
+}
+
+// A batch whose loss mask is all zero skips both updates (logged), no crash.
+func TestNoTrainableTokensSkips(t *testing.T) {
+	m := newModels(4)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Trainer.TotalTrainingSteps = 1
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.Trainer.TestFreq = 0
+	proxy := banditProxy(t, 2, 4, 2)
+	rollout := func(ctx context.Context, mode env.Mode, opt ragen.RolloutOptions) (*ragen.Batch, error) {
+		b, err := proxy.RolloutWith(ctx, mode, opt)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range b.LossMask {
+			clear(row)
+		}
+		return b, nil
+	}
+	before := snapshot(t, m.actor.Trainable())
+	log := &recLogger{}
+	tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: rollout, Filter: filter.DefaultConfig(), Logger: log})
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.Fit(context.Background())
+	require.NoError(t, err)
+	require.Len(t, log.metrics, 1)
+	assert.Equal(t, 1.0, log.metrics[0][MetricSkippedUpdate])
+	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
+}
+
+func TestNewTrainerErrors(t *testing.T) {
+	m := newModels(5)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	_, err := NewTrainer(cfg, Deps{Actor: m.actor})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "deps.Rollout is nil")
+	assert.ErrorContains(t, err, "deps.Critic is nil")
+	cfg.ActorRolloutRef.Actor.PPOMiniBatchSize = 3
+	_, err = NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: func(context.Context, env.Mode, ragen.RolloutOptions) (*ragen.Batch, error) {
+		return nil, errors.New("unused")
+	}})
+	assert.ErrorContains(t, err, "ppo_mini_batch_size=3 must be a multiple")
+}
+
+// assertSameMetrics requires the same keys and values equal to 1e-12
+// relative (NaN equals NaN).
+func assertSameMetrics(t *testing.T, want, got map[string]float64, step int) {
+	t.Helper()
+	assert.ElementsMatch(t, sortedKeys(want), sortedKeys(got), "step %d: metric names", step)
+	for k, w := range want {
+		g := got[k]
+		if math.IsNaN(w) {
+			assert.True(t, math.IsNaN(g), "step %d: %s = %v, want NaN", step, k, g)
+			continue
+		}
+		assert.InDelta(t, w, g, 1e-12*math.Max(1, math.Abs(w)), "step %d: %s", step, k)
+	}
+}
+
+func assertSameParams(t *testing.T, want, got [][]float64) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Len(t, got[i], len(want[i]))
+		for j := range want[i] {
+			if math.Abs(want[i][j]-got[i][j]) > 1e-12 {
+				t.Fatalf("parameter %d[%d]: %v vs %v", i, j, want[i][j], got[i][j])
+			}
+		}
+	}
+}
