@@ -411,21 +411,46 @@ func niceTicks(lo, hi float64, n int, integer bool) ([]float64, int) {
 			break
 		}
 	}
-	if integer && step < 1 {
-		step = 1
+	for {
+		if integer && step < 1 {
+			step = 1
+		}
+		ticks := ticksAt(lo, hi, step)
+		// Fewer than three ticks inside the range: take the next smaller
+		// nice spacing (5 -> 2 -> 1 -> 0.5 ...), unless integer ticks forbid it.
+		if len(ticks) >= 3 || (integer && step <= 1) || len(ticks) > 100 {
+			return ticks, max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+		}
+		step = smallerNice(step)
 	}
-	dec := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+}
+
+func ticksAt(lo, hi, step float64) []float64 {
 	var ticks []float64
-	for t := math.Ceil(lo/step-1e-9) * step; t <= hi+step*1e-9; t += step {
+	for i := math.Ceil(lo/step - 1e-9); ; i++ {
+		t := i * step
+		if t > hi+step*1e-9 || len(ticks) > 100 {
+			break
+		}
 		if math.Abs(t) < step*1e-9 {
 			t = 0
 		}
 		ticks = append(ticks, t)
-		if len(ticks) > 100 {
-			break
-		}
 	}
-	return ticks, dec
+	return ticks
+}
+
+// smallerNice returns the next nice spacing below step: 5 -> 2 -> 1 -> 0.5.
+func smallerNice(step float64) float64 {
+	mag := math.Pow(10, math.Floor(math.Log10(step)+1e-9))
+	switch m := math.Round(step / mag); {
+	case m >= 5:
+		return 2 * mag
+	case m >= 2:
+		return mag
+	default:
+		return mag / 2
+	}
 }
 
 func tickLabel(v float64, dec int) string {
@@ -495,7 +520,10 @@ func renderChart(img *image.RGBA, title string, ss []series, smoothing float64) 
 	drawText(img, p.Min.X+(p.Dx()-textWidth(xl, 1))/2, p.Max.Y+8+lineH+4, xl, 1, colMuted)
 	if smoothing > 0 {
 		note := "faint: raw, solid: EMA " + strconv.FormatFloat(smoothing, 'g', 3, 64)
-		drawText(img, w-10-textWidth(note, 1), p.Max.Y+8+lineH+4, note, 1, colMuted)
+		stepRight := p.Min.X + (p.Dx()+textWidth(xl, 1))/2
+		if nx := w - 10 - textWidth(note, 1); nx > stepRight+12 { // only where it fits
+			drawText(img, nx, p.Max.Y+8+lineH+4, note, 1, colMuted)
+		}
 	}
 
 	// Curves, clipped to the plot rectangle.

@@ -48,6 +48,10 @@ func TestNiceTicks(t *testing.T) {
 		{-0.0001, 0.002, 4, false, []float64{0, 0.001, 0.002}, 3},
 		// integer axis over 3 steps: spacing at least 1.
 		{0, 3, 10, true, []float64{0, 1, 2, 3}, 0},
+		// raw 0.3 -> step 0.5 leaves only 0.5 inside; next smaller 0.2.
+		{0.05, 0.95, 3, false, []float64{0.2, 0.4, 0.6, 0.8}, 1},
+		// integer axis: no spacing below 1, even with one tick.
+		{0.5, 1.5, 3, true, []float64{1}, 0},
 		// negative range: raw 2 -> step 2.
 		{-5, 3, 4, false, []float64{-4, -2, 0, 2}, 0},
 	}
