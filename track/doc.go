@@ -26,6 +26,8 @@
 //     one Summary with a simple_value per metric per step). On resume a
 //     SessionLog START event at the resume step makes TensorBoard purge the
 //     killed run's later points, as torch's SummaryWriter(purge_step=...) does.
+//     ReadEvents and DecodeEvents read the scalars back (checksums verified,
+//     START purges applied).
 //
 // Upstream's remote backends (wandb, swanlab, mlflow, vemlp_wandb, clearml,
 // trackio) need an account and a network; New rejects them with an error
