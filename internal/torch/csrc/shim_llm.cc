@@ -124,8 +124,10 @@ at::Tensor add_lora(at::Tensor y, const at::Tensor& x, const LoRA& lo, int li, i
 
 }  // namespace
 
+// tt_get_num_threads applies the process-wide thread count on this OS thread.
 #define LLM_TRY(opname)       \
   const char* tt_op = opname; \
+  tt_get_num_threads();       \
   try {
 #define LLM_CATCH                                                                       \
   }                                                                                     \

@@ -1,0 +1,157 @@
+// Package llmbench holds the speed measurements shared by package llm's
+// benchmarks and bench/llm_compare, which runs them side by side with the
+// PyTorch-eager peer bench/llm_peer.py on the same model shape.
+package llmbench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"ragen/internal/torch"
+	"ragen/llm"
+)
+
+// Config is the benchmark model of notes/peers.md: Qwen2 architecture,
+// vocab 8192, hidden 256, 4 layers, 4 heads, 4 KV heads, intermediate 1024,
+// untied head (8,393,984 parameters).
+func Config() llm.Config {
+	c := llm.TinyConfig(8192)
+	c.HiddenSize = 256
+	c.IntermediateSize = 1024
+	c.NumHiddenLayers = 4
+	c.NumAttentionHeads = 4
+	c.NumKeyValueHeads = 4
+	c.TieWordEmbeddings = false
+	c.MaxPositionEmbeddings = 4096
+	return c
+}
+
+// Prompts returns b random prompts of n ids below vocab.
+func Prompts(b, n, vocab int, seed uint64) [][]int {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([][]int, b)
+	for i := range out {
+		out[i] = make([]int, n)
+		for j := range out[i] {
+			out[i][j] = r.IntN(vocab)
+		}
+	}
+	return out
+}
+
+// Decode times one greedy Generate of newTokens for the prompts (no EOS
+// stop) and returns generated tokens per second.
+func Decode(m *llm.Model, prompts [][]int, newTokens int) (float64, error) {
+	t0 := time.Now()
+	res, err := m.Generate(context.Background(), nil, prompts, llm.GenOptions{MaxNewTokens: newTokens, IgnoreEOS: true})
+	if err != nil {
+		return 0, err
+	}
+	dt := time.Since(t0).Seconds()
+	n := 0
+	for _, r := range res {
+		n += len(r.IDs)
+	}
+	return float64(n) / dt, nil
+}
+
+// Trainer runs training steps: next-token cross-entropy over a (B,T) batch,
+// backward, AdamW.
+type Trainer struct {
+	m              *llm.Model
+	opt            *torch.AdamW
+	lr             float64
+	ids, pos, attn *torch.Tensor
+	s              *torch.Scope
+}
+
+// NewTrainer prepares a batch of b random sequences of length t.
+func NewTrainer(m *llm.Model, b, t int, lr float64) (*Trainer, error) {
+	cfg := torch.DefaultAdamW()
+	cfg.LR = lr
+	o, err := torch.NewAdamW(m.Trainable(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := torch.NewScope()
+	ids, pos, attn := llm.PadBatch(s, Prompts(b, t, m.Config().VocabSize, 3), 0, false, m.Options().Device)
+	if err := s.Err(); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return &Trainer{m: m, opt: o, lr: lr, ids: ids, pos: pos, attn: attn, s: s}, nil
+}
+
+// Step runs one step and returns the loss.
+func (tr *Trainer) Step() (float64, error) {
+	s := torch.NewScope()
+	defer s.Close()
+	lp, _ := tr.m.TokenLogProbs(s, tr.ids, tr.pos, tr.attn, 1, false)
+	if lp == nil {
+		return 0, s.Err()
+	}
+	T := lp.Size(1)
+	loss := s.Neg(s.Mean(s.Narrow(lp, 1, 1, T-1), false))
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	if err := torch.ZeroGrad(tr.m.Trainable()); err != nil {
+		return 0, err
+	}
+	if err := loss.Backward(nil); err != nil {
+		return 0, err
+	}
+	if err := tr.opt.Step(tr.lr); err != nil {
+		return 0, err
+	}
+	return s.Item(loss), s.Err()
+}
+
+// Close frees the optimiser state and the batch.
+func (tr *Trainer) Close() {
+	tr.opt.Close()
+	tr.s.Close()
+}
+
+// MatmulPeak measures fp32 2048² matmul GFLOP/s (best of 5).
+func MatmulPeak() (float64, error) {
+	s := torch.NewScope()
+	defer s.Close()
+	g, err := torch.NewGenerator(1, torch.CPU)
+	if err != nil {
+		return 0, err
+	}
+	defer g.Close()
+	a := s.Randn(g, []int64{2048, 2048}, torch.Float32, torch.CPU)
+	b := s.Randn(g, []int64{2048, 2048}, torch.Float32, torch.CPU)
+	best := 1e9
+	for i := 0; i < 6; i++ {
+		t0 := time.Now()
+		c := s.MatMul(a, b)
+		dt := time.Since(t0).Seconds()
+		if i > 0 {
+			best = min(best, dt)
+		}
+		c.Free()
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 2 * 2048 * 2048 * 2048 / best / 1e9, nil
+}
+
+// TrainFLOPs is 6·N·tokens, the usual estimate of one step's work.
+func TrainFLOPs(c llm.Config, tokens int) float64 {
+	return 6 * float64(c.ParamCount()) * float64(tokens)
+}
+
+// Summary formats a side-by-side line.
+func Summary(name string, goV, pyV float64, unit string, higherBetter bool) string {
+	ratio := goV / pyV
+	if !higherBetter {
+		ratio = pyV / goV
+	}
+	return fmt.Sprintf("%-12s go %10.3f %-6s pytorch %10.3f %-6s  speedup %.2fx", name, goV, unit, pyV, unit, ratio)
+}
