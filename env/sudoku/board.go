@@ -1,6 +1,7 @@
 package sudoku
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -16,13 +17,19 @@ func boxSize(n int) int { return int(math.Sqrt(float64(n))) }
 // solution. It backtracks over the first empty cell in row-major order,
 // trying the values 1..n in the order of a fresh random.shuffle at every
 // visit; a value is kept when it is absent from the row, column and box.
-func Generate(n int, rng env.Rand) [][]int {
+//
+// Plain backtracking can run for hours on some 16×16 seeds (upstream
+// hangs there too), so Generate gives up with an error after maxNodes
+// cell visits (≤ 0: no limit) and checks ctx every 4096 visits.
+func Generate(ctx context.Context, n int, rng env.Rand, maxNodes int) ([][]int, error) {
 	g := newGrid(n)
 	b := boxSize(n)
 	nums := make([][]int, n*n) // one scratch slice per recursion depth
 	for i := range nums {
 		nums[i] = make([]int, n)
 	}
+	nodes := 0
+	var stop error
 	var fill func(pos int) bool
 	fill = func(pos int) bool {
 		// First empty cell at or after pos (cells before pos are filled).
@@ -31,6 +38,17 @@ func Generate(n int, rng env.Rand) [][]int {
 		}
 		if pos == n*n {
 			return true
+		}
+		nodes++
+		if maxNodes > 0 && nodes > maxNodes {
+			stop = fmt.Errorf("sudoku: generation gave up after %d backtracking steps", maxNodes)
+			return false
+		}
+		if nodes%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				stop = err
+				return false
+			}
 		}
 		i, j := pos/n, pos%n
 		cand := nums[pos]
@@ -45,12 +63,18 @@ func Generate(n int, rng env.Rand) [][]int {
 					return true
 				}
 				g[i][j] = 0
+				if stop != nil {
+					return false
+				}
 			}
 		}
 		return false
 	}
 	fill(0)
-	return g
+	if stop != nil {
+		return nil, stop
+	}
+	return g, nil
 }
 
 // shuffle is Python's random.shuffle: for i = len−1 … 1, swap s[i] with

@@ -28,7 +28,23 @@ type Config struct {
 	// UniqueSolution (ours, off by default) blanks only cells that keep the
 	// puzzle uniquely solvable; upstream does not check uniqueness.
 	UniqueSolution bool `yaml:"unique_solution"`
+	// GenerateMaxSteps (ours; 0 = 5,000,000, about 2 s) bounds the backtracking of
+	// puzzle generation: some 16×16 seeds would otherwise run for hours
+	// (upstream hangs on them); reset then fails with an error.
+	GenerateMaxSteps int `yaml:"generate_max_steps"`
 }
+
+// maxNodes is the backtracking budget of one generation: far above what
+// 4×4 and 9×9 boards need (hundreds of steps), enough for most 16×16 seeds
+// (2 of seeds 0..59 exceed it).
+func (c Config) maxNodes() int {
+	if c.GenerateMaxSteps > 0 {
+		return c.GenerateMaxSteps
+	}
+	return defaultGenerateMaxSteps
+}
+
+const defaultGenerateMaxSteps = 5_000_000
 
 // ValidButWrongScore is the reward of a rule-abiding placement that
 // differs from the stored solution (a constant upstream).
@@ -186,7 +202,10 @@ func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("sudoku: reset: %w", err)
 	}
-	sol := Generate(e.n, rng)
+	sol, err := Generate(ctx, e.n, rng, e.cfg.maxNodes())
+	if err != nil {
+		return "", fmt.Errorf("sudoku: reset seed %d: %w", seed, err)
+	}
 	var p [][]int
 	if e.cfg.UniqueSolution {
 		p = UniquePuzzle(sol, fractions[e.cfg.Difficulty], rng)

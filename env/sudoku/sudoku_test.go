@@ -41,7 +41,8 @@ func TestGenerateMatchesCPython(t *testing.T) {
 	require.Len(t, cases, 6)
 	for _, c := range cases {
 		rng := pyrand.NewRandom(c.Seed)
-		sol := Generate(c.N, rng)
+		sol, err := Generate(context.Background(), c.N, rng, 0)
+		require.NoError(t, err)
 		p := Puzzle(sol, c.Frac, rng)
 		assert.Equal(t, c.Solution, sol, "n=%d seed=%d", c.N, c.Seed)
 		assert.Equal(t, c.Puzzle, p, "n=%d seed=%d", c.N, c.Seed)
@@ -449,4 +450,24 @@ func BenchmarkStepRender(b *testing.B) {
 		_ = e.Render()
 		k++
 	}
+}
+
+// Some 16×16 seeds make plain backtracking run away (seed 22 needs more
+// than 3,000,000 steps; upstream would hang): reset fails with an error
+// within the budget instead, and a cancelled context stops it.
+func TestGenerationBudget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GridSize = 16
+	cfg.GenerateMaxSteps = 200_000
+	e, err := New(cfg)
+	require.NoError(t, err)
+	_, err = e.Reset(context.Background(), 22, env.ModeTrain)
+	assert.ErrorContains(t, err, "gave up after 200000 backtracking steps")
+	_, err = e.Reset(context.Background(), 0, env.ModeTrain) // an easy seed
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Generate(ctx, 16, pyrand.NewRandom(22), 0)
+	assert.ErrorIs(t, err, context.Canceled)
 }
