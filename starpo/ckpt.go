@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -473,8 +474,8 @@ func ReadSafetensors(path string) (map[string]SafeEntry, error) {
 		}
 		count := int64(1)
 		for _, d := range h.Shape {
-			if d < 0 {
-				return nil, fmt.Errorf("safetensors %s: %s: negative dimension in %v", path, name, h.Shape)
+			if d < 0 || (d > 0 && count > math.MaxInt64/8/d) {
+				return nil, fmt.Errorf("safetensors %s: %s: bad shape %v", path, name, h.Shape)
 			}
 			count *= d
 		}

@@ -177,15 +177,47 @@ func ValidationRewardMetrics(rewards []float64) map[string]float64 {
 	return met
 }
 
+// meanStd is np.mean and np.std (population) with NumPy's pairwise
+// summation, so that the bootstrap statistics round as upstream's do.
 func meanStd(x []float64) (mean, std float64) {
-	for _, v := range x {
-		mean += v
+	n := float64(len(x))
+	mean = pairwiseSum(x) / n
+	d := make([]float64, len(x))
+	for i, v := range x {
+		d[i] = (v - mean) * (v - mean)
 	}
-	mean /= float64(len(x))
-	for _, v := range x {
-		std += (v - mean) * (v - mean)
+	return mean, math.Sqrt(pairwiseSum(d) / n)
+}
+
+// pairwiseSum is NumPy's pairwise_sum for float64 (blocks of 128 summed
+// with 8 accumulators, halves split at multiples of 8).
+func pairwiseSum(a []float64) float64 {
+	n := len(a)
+	switch {
+	case n < 8:
+		s := 0.0
+		for _, v := range a {
+			s += v
+		}
+		return s
+	case n <= 128:
+		var r [8]float64
+		copy(r[:], a[:8])
+		i := 8
+		for ; i < n-n%8; i += 8 {
+			for k := 0; k < 8; k++ {
+				r[k] += a[i+k]
+			}
+		}
+		s := (r[0] + r[1]) + (r[2] + r[3]) + ((r[4] + r[5]) + (r[6] + r[7]))
+		for ; i < n; i++ {
+			s += a[i]
+		}
+		return s
 	}
-	return mean, math.Sqrt(std / float64(len(x)))
+	n2 := n / 2
+	n2 -= n2 % 8
+	return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
 }
 
 // bootstrapBestWorst is veRL's bootstrap_metric with reduce_fns [max, min]:

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"testing"
 
-	_ "ragen/env/all"
-
 	"ragen/env"
 	"ragen/env/bandit"
 	"ragen/internal/torch"

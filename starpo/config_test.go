@@ -1,0 +1,135 @@
+package starpo
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"ragen/starpo/algo"
+)
+
+func TestDefaultConfigMatchesBaseYAML(t *testing.T) {
+	c := DefaultConfig()
+	require.NoError(t, c.Validate())
+	a := c.ActorRolloutRef.Actor
+	assert.Equal(t, 32, a.PPOMiniBatchSize)
+	assert.Equal(t, 1, a.PPOMicroBatchSizePerGPU)
+	assert.Equal(t, 0.001, a.EntropyCoeff)
+	assert.Equal(t, 0.2, *a.ClipRatioLow)
+	assert.Equal(t, 0.28, *a.ClipRatioHigh)
+	assert.Equal(t, 3.0, a.ClipRatioC)
+	assert.Equal(t, "token-mean", a.LossAggMode)
+	assert.Equal(t, 1e-6, a.Optim.LR)
+	assert.Equal(t, []float64{0.9, 0.999}, a.Optim.Betas)
+	assert.Equal(t, 1e-5, c.Critic.Optim.LR)
+	assert.Equal(t, 0.5, c.Critic.ClipRangeValue)
+	assert.Equal(t, "gae", c.Algorithm.AdvEstimator)
+	assert.Equal(t, 200, c.Trainer.TotalTrainingSteps)
+	assert.Equal(t, 100, c.Trainer.SaveFreq)
+	assert.Equal(t, 10, c.Trainer.TestFreq)
+	assert.Equal(t, 1, *c.Trainer.MaxActorCkptToKeep)
+	assert.Equal(t, 5, c.ActorRolloutRef.Rollout.EmptyStopSteps)
+	assert.True(t, c.CriticEnabled()) // null enable + gae
+	c.Algorithm.AdvEstimator = algo.EstGRPO
+	assert.False(t, c.CriticEnabled())
+	on := true
+	c.Critic.Enable = &on
+	assert.True(t, c.CriticEnabled())
+	// lcm(env_groups 8, mini 32, gpus 1) = 32
+	assert.Equal(t, 32, DefaultConfig().BatchDivisor())
+}
+
+func TestConfigYAMLKeys(t *testing.T) {
+	src := `
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 8
+    clip_ratio_high: 0.3
+    loss_agg_mode: seq-mean-token-mean
+    optim: {lr: 2.0e-6, warmup_style: cosine, lr_warmup_steps_ratio: 0.1}
+algorithm: {adv_estimator: grpo, kl_ctrl: {type: adaptive}}
+trainer: {total_training_steps: 7, resume_mode: disable, max_actor_ckpt_to_keep: null}
+`
+	c := DefaultConfig()
+	require.NoError(t, yaml.Unmarshal([]byte(src), &c))
+	assert.Equal(t, 8, c.ActorRolloutRef.Actor.PPOMiniBatchSize)
+	assert.Equal(t, 0.3, *c.ActorRolloutRef.Actor.ClipRatioHigh)
+	assert.Equal(t, 0.2, *c.ActorRolloutRef.Actor.ClipRatioLow) // untouched
+	assert.Equal(t, "cosine", c.ActorRolloutRef.Actor.Optim.WarmupStyle)
+	assert.Equal(t, 0.1, c.ActorRolloutRef.Actor.Optim.LRWarmupStepsRatio)
+	assert.Equal(t, "adaptive", c.Algorithm.KLCtrl.Type)
+	assert.Equal(t, 10000.0, c.Algorithm.KLCtrl.Horizon)
+	assert.Nil(t, c.Trainer.MaxActorCkptToKeep)
+	assert.NoError(t, c.Validate())
+}
+
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(c *Config)
+		want []string
+	}{
+		{"micro not dividing mini", func(c *Config) { c.ActorRolloutRef.Actor.PPOMicroBatchSizePerGPU = 3 },
+			[]string{"ppo_mini_batch_size=32 must be a multiple of ppo_micro_batch_size_per_gpu·n_gpus_per_node=3"}},
+		{"several at once", func(c *Config) {
+			c.ActorRolloutRef.Actor.LossAggMode = "token-sum"
+			c.ActorRolloutRef.Actor.Optim.WarmupStyle = "linear"
+			c.Trainer.ResumeMode = "latest"
+			c.AgentProxy.BatchAdjustMode = "pad"
+		}, []string{"token-sum", `warmup_style="linear" is not supported`, `resume_mode="latest"`, `batch_adjust_mode="pad"`}},
+		{"remax refused", func(c *Config) { c.Algorithm.AdvEstimator = "remax" }, []string{"remax is not supported"}},
+		{"unknown estimator", func(c *Config) { c.Algorithm.AdvEstimator = "opo" }, []string{"algorithm.adv_estimator", "opo"}},
+		{"bi-level needs gae", func(c *Config) { c.Algorithm.AdvEstimator, c.Algorithm.BiLevelGAE = "grpo", true },
+			[]string{"bi_level_gae requires adv_estimator=gae"}},
+		{"dual clip c", func(c *Config) { c.ActorRolloutRef.Actor.ClipRatioC = 1 }, []string{"clip_ratio_c"}},
+		{"kl in reward without ref", func(c *Config) {
+			c.Algorithm.UseKLInReward, c.ActorRolloutRef.Actor.UseRef = true, false
+		}, []string{"use_kl_in_reward needs a reference model"}},
+		{"dashed kl name", func(c *Config) { c.Algorithm.UseKLInReward, c.Algorithm.KLPenalty = true, "low-var-kl" },
+			[]string{`algorithm.kl_penalty`, "low-var-kl"}},
+		{"resume path", func(c *Config) { c.Trainer.ResumeMode = ResumePath }, []string{"needs trainer.resume_from_path"}},
+		{"critic batch", func(c *Config) { c.Critic.PPOMicroBatchSizePerGPU = 5 }, []string{"critic.ppo_mini_batch_size=32"}},
+		{"betas", func(c *Config) { c.ActorRolloutRef.Actor.Optim.Betas = []float64{0.9} }, []string{"betas=[0.9]"}},
+		{"temperature", func(c *Config) { c.ActorRolloutRef.Rollout.Temperature = 0 }, []string{"temperature=0 must be > 0"}},
+		{"negative keep", func(c *Config) { k := -1; c.Trainer.MaxActorCkptToKeep = &k }, []string{"max_actor_ckpt_to_keep=-1"}},
+		{"filter scaling", func(c *Config) { c.ActorRolloutRef.Actor.FilterLossScaling = "cube" }, []string{"filter_loss_scaling"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.ErrorContains(t, err, w)
+			}
+		})
+	}
+}
+
+func TestLRSchedule(t *testing.T) {
+	// constant, W = 4: n/4 during warm-up, then 1.
+	c := LRSchedule{Warmup: 4, Total: 10, Style: WarmupConstant}
+	for n, want := range map[int]float64{0: 0, 2: 0.5, 4: 1, 100: 1} {
+		assert.InDelta(t, want, c.Factor(n), 1e-15, "constant %d", n)
+	}
+	// cosine, W = 2, total 10, r = 0.1, cycles 0.5: coef 0.45, intercept 0.55.
+	// n=1: warm-up 1/2; n=2: p=0 → 1; n=6: p=0.5 → cos(π/2)=0 → 0.55;
+	// n=10: p=1 → cos(π)=−1 → 0.1.
+	k := LRSchedule{Warmup: 2, Total: 10, Style: WarmupCosine, MinLRRatio: 0.1, NumCycles: 0.5}
+	for n, want := range map[int]float64{1: 0.5, 2: 1, 6: 0.55, 10: 0.1} {
+		assert.InDelta(t, want, k.Factor(n), 1e-12, "cosine %d", n)
+	}
+	// warm-up steps: int(0.25·10) = 2; an explicit lr_warmup_steps wins.
+	o := DefaultConfig().ActorRolloutRef.Actor.Optim
+	o.LRWarmupStepsRatio = 0.25
+	assert.Equal(t, 2, NewLRSchedule(o, 10).Warmup)
+	o.LRWarmupSteps = 3
+	assert.Equal(t, 3, NewLRSchedule(o, 10).Warmup)
+	// W = 0: the step-0 factor is 1 (max(1, W) guards the division).
+	assert.Equal(t, 1.0, LRSchedule{Style: WarmupConstant}.Factor(0))
+	assert.False(t, math.IsNaN(LRSchedule{Style: WarmupCosine, NumCycles: 0.5}.Factor(0)))
+}
