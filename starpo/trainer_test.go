@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ragen/collapse"
 	"ragen/env"
 	"ragen/filter"
+	"ragen/internal/pyrand"
 	"ragen/internal/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
@@ -329,4 +334,164 @@ func assertSameParams(t *testing.T, want, got [][]float64) {
 			}
 		}
 	}
+}
+
+// Gradient analysis only: per-bucket gradient norms of the task and entropy
+// terms are logged, and neither model takes a step.
+func TestGradientAnalysisOnly(t *testing.T) {
+	m := newModels(6)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Trainer.TotalTrainingSteps = 1
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.Trainer.TestFreq = 0
+	cfg.Trainer.GradientAnalysisMode = true
+	cfg.Trainer.GradientAnalysisEvery = 1
+	cfg.Trainer.GradientAnalysisOnly = true
+	before := snapshot(t, m.actor.Trainable())
+	cbefore := snapshot(t, m.critic.Trainable())
+	log := &recLogger{}
+	tr := newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 2), log)
+	_, err := tr.Fit(context.Background())
+	require.NoError(t, err)
+	require.Len(t, log.metrics, 1)
+	met := log.metrics[0]
+	for _, k := range []string{"grad_norm/all/task", "grad_norm/all/entropy", "grad_norm/all/sample_count",
+		"grad_norm/all/per_sample/task", "grad_norm/all/loss/task", MetricGAOnly, MetricActorSkippedGA, MetricCriticSkippedGA} {
+		v, ok := met[k]
+		if assert.True(t, ok, "%s missing", k) {
+			assert.False(t, math.IsNaN(v), k)
+		}
+	}
+	assert.Equal(t, 8.0, met["grad_norm/all/sample_count"])
+	assert.Greater(t, met["grad_norm/all/task"], 0.0)
+	assert.NotContains(t, met, algo.MetricVFLoss)
+	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
+	assert.Equal(t, cbefore, snapshot(t, m.critic.Trainable()))
+}
+
+// Collapse metrics are computed on the unfiltered batch at step 1 and join
+// the step's metrics; their time is excluded from timing_s/train_step.
+func TestCollapseHook(t *testing.T) {
+	m := newModels(8)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Trainer.TotalTrainingSteps = 2
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.Trainer.TestFreq = 0
+	cc := collapse.DefaultConfig()
+	cc.ComputeFreq = 5
+	cc.ContextWindowMode = "full"
+	rng, err := pyrand.NewLegacy(1)
+	require.NoError(t, err)
+	det, err := collapse.NewDetector(cc, rng)
+	require.NoError(t, err)
+	calls := 0
+	scorer := collapse.ScorerFunc(func(ctx context.Context, pairs []collapse.Pair) ([]collapse.Score, error) {
+		calls++
+		out := make([]collapse.Score, len(pairs))
+		for i, p := range pairs { // a deterministic stand-in: longer prompts score higher
+			out[i] = collapse.Score{SumLogProb: -float64(len(p.Reasoning)) + 1e-3*float64(len(p.Prompt)), Tokens: len(p.Reasoning)}
+		}
+		return out, nil
+	})
+	log := &recLogger{}
+	tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: banditProxy(t, 2, 4, 2).RolloutWith,
+		Filter: filter.DefaultConfig(), Collapse: det, Scorer: scorer, Logger: log})
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.Fit(context.Background())
+	require.NoError(t, err)
+	require.Len(t, log.metrics, 2)
+	assert.Positive(t, calls)
+	found := false
+	for k := range log.metrics[0] {
+		if strings.HasPrefix(k, "collapse") {
+			found = true
+		}
+	}
+	assert.True(t, found, "no collapse metric at step 1")
+	assert.Contains(t, log.metrics[0], "timing_s/collapse_metrics")
+	for k := range log.metrics[1] {
+		assert.False(t, strings.HasPrefix(k, "collapse"), "step 2 computed %s (compute_freq 5)", k)
+	}
+}
+
+// counterState is extra checkpointed state.
+type counterState struct{ n int }
+
+func (c *counterState) MarshalState() ([]byte, error) { return []byte(strconv.Itoa(c.n)), nil }
+func (c *counterState) UnmarshalState(b []byte) error {
+	n, err := strconv.Atoi(string(b))
+	c.n = n
+	return err
+}
+
+// Extra state round-trips through a checkpoint; resume_path picks a folder;
+// a bad folder name is an error naming it.
+func TestCheckpointExtraStateAndResumePath(t *testing.T) {
+	m := newModels(9)
+	defer m.Close()
+	dir := t.TempDir()
+	cfg := smallConfig(dir)
+	cfg.Trainer.TotalTrainingSteps = 2
+	cfg.Trainer.SaveFreq = 1
+	keep := 0
+	cfg.Trainer.MaxActorCkptToKeep, cfg.Trainer.MaxCriticCkptToKeep = &keep, &keep // keep all
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.Trainer.TestFreq = 0
+	st := &counterState{n: 41}
+	proxy := banditProxy(t, 2, 4, 2)
+	tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: proxy.RolloutWith, Filter: filter.DefaultConfig(),
+		State: map[string]Stateful{"counter": st}})
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.Fit(context.Background())
+	require.NoError(t, err)
+	steps, err := listSteps(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2}, steps)
+	tracker, err := os.ReadFile(filepath.Join(dir, TrackerFile))
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(tracker))
+
+	st2 := &counterState{}
+	cfg.Trainer.ResumeMode = ResumePath
+	cfg.Trainer.ResumeFromPath = tr.StepDir(1)
+	tr2, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: proxy.RolloutWith, Filter: filter.DefaultConfig(),
+		State: map[string]Stateful{"counter": st2}})
+	require.NoError(t, err)
+	defer tr2.Close()
+	require.NoError(t, tr2.resume())
+	assert.Equal(t, 1, tr2.Step())
+	assert.Equal(t, 41, st2.n)
+
+	cfg.Trainer.ResumeFromPath = dir
+	tr3, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: proxy.RolloutWith, Filter: filter.DefaultConfig()})
+	require.NoError(t, err)
+	defer tr3.Close()
+	assert.ErrorContains(t, tr3.resume(), "must name a global_step_N folder")
+}
+
+// KL in reward (upstream crashes; we run the intended penalty) with GRPO.
+func TestKLInRewardGRPO(t *testing.T) {
+	m := newModels(10)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Algorithm.AdvEstimator = algo.EstGRPO
+	cfg.Algorithm.UseKLInReward = true
+	cfg.Algorithm.KLCtrl = KLCtrlConfig{Type: algo.KLCtrlAdaptive, KLCoef: 0.1, TargetKL: 0.1, Horizon: 100}
+	cfg.Trainer.TotalTrainingSteps = 2
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.Trainer.TestFreq = 0
+	log := &recLogger{}
+	tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Ref: m.ref, Rollout: banditProxy(t, 2, 4, 2).RolloutWith, Filter: filter.DefaultConfig(), Logger: log})
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.Fit(context.Background())
+	require.NoError(t, err)
+	require.Len(t, log.metrics, 2)
+	assert.Equal(t, 0.1, log.metrics[0][algo.MetricRewardKLPenaltyCoeff])
+	assert.NotEqual(t, 0.1, log.metrics[1][algo.MetricRewardKLPenaltyCoeff], "the adaptive controller moved β")
+	assert.Contains(t, log.metrics[0], algo.MetricRewardKLPenalty)
 }
