@@ -86,7 +86,12 @@ func (d *Demonstrator) Generate(ctx context.Context, reqs []GenRequest) ([]Gener
 		}
 		var b strings.Builder
 		if d.cfg.EnableThink {
-			b.WriteString("<think>" + thought + "</think>")
+			// the context manager forces "<think>" at the end of the prompt
+			// and prepends it to the response; write only what follows it
+			if !strings.HasSuffix(r.Prompt, "<think>") {
+				b.WriteString("<think>")
+			}
+			b.WriteString(thought + "</think>")
 		}
 		b.WriteString("<answer>" + strings.Join(acts, " "+d.cfg.Sep+" ") + "</answer>")
 		out[i] = Generation{Text: b.String(), FinishReason: "stop"}

@@ -51,6 +51,7 @@ func TestDemonstratorSolvesWithOracleAndTrainsOnResponses(t *testing.T) {
 		require.Contains(t, text, "<answer>")
 		require.Contains(t, text, "</think>")
 		require.NotContains(t, text, "<|im_start|>user")
+		require.Equal(t, 0, strings.Count(text, "<think><think>"), text)
 	}
 }
 
