@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,7 +41,7 @@ var (
 	validGroupings    = []string{"batch", "inductive", "state"}
 	validNormMethods  = []string{"asym_clip", "identity", "mean", "mean_std"}
 	validResumeModes  = []string{"auto", "disable", "resume_path"}
-	validLoggers      = []string{"clearml", "console", "mlflow", "swanlab", "tensorboard", "vemlp_wandb", "wandb"}
+	validLoggers      = []string{"clearml", "console", "file", "jsonl", "mlflow", "swanlab", "tensorboard", "vemlp_wandb", "wandb"}
 	validEnvTypes     = []string{"alfworld", "bandit", "countdown", "deepcoder", "frozen_lake", "game_2048", "lean", "metamathqa", "rubikscube", "search", "sokoban", "sudoku", "webshop"}
 	validObservations = []string{"coord", "grid", "grid_coord"}
 )
@@ -400,6 +401,11 @@ func (v *validator) startupAsserts() {
 	if on, ok := v.boolAt("enable_response_mask"); ok && on {
 		if mp, ok := v.strAt("model_path", false); ok {
 			l := strings.ToLower(mp)
+			// ragen: the tiny demo model uses Qwen2.5's chat format, and a local
+			// folder's family is read from its tokenizer when masks are built.
+			if st, err := os.Stat(mp); (err == nil && st.IsDir()) || mp == "tiny" {
+				l = "qwen"
+			}
 			if !strings.Contains(l, "qwen") && !strings.Contains(l, "llama-3") {
 				v.errf("enable_response_mask", "needs a Qwen or Llama-3 model (model_path=%q); set enable_response_mask=False for other models", mp)
 			}

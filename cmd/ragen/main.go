@@ -1,0 +1,75 @@
+// Command ragen trains and evaluates LLM agents in multi-turn text
+// environments with StarPO, driven by upstream RAGEN's YAML configs:
+//
+//	ragen train --config-name _2_sokoban key=value +new_key=value
+//	ragen eval  --config-name eval [--policy model|api|oracle|random] key=value
+//	ragen sft   --config-name demo
+//	ragen demo
+//	ragen view  trajectories.jsonl
+//
+// Configs are upstream's key tree (config/base.yaml and one file per
+// experiment, embedded in the binary); --config-path DIR adds a directory of
+// your own. Every key is validated before any work starts.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `ragen: StarPO training and evaluation of LLM agents in multi-turn environments
+
+usage:
+  ragen train [--config-name NAME] [--config-path DIR] [--cfg job] [key=value ...]
+  ragen eval  [--config-name NAME] [--policy model|api|oracle|random] [key=value ...]
+  ragen sft   [--config-name NAME] [key=value ...]
+  ragen demo  [--out DIR] [--quick]
+  ragen view  FILE.jsonl [--max N]
+  ragen version
+
+Overrides use upstream's Hydra syntax: a.b=1 (key must exist), +a.b=1 (new key),
+++a.b=1 (add or replace), ~a.b (delete). Unknown keys name the nearest valid key.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "ragen:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Print(usage)
+		return nil
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "train":
+		return cmdTrain(ctx, rest)
+	case "eval":
+		return cmdEval(ctx, rest)
+	case "sft":
+		return cmdSFT(ctx, rest)
+	case "demo":
+		return cmdDemo(ctx, rest)
+	case "view":
+		return cmdView(rest)
+	case "version":
+		fmt.Println(version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, version)", cmd)
+}

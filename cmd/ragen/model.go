@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"ragen/config"
+	"ragen/internal/torch"
+	"ragen/llm"
+	"ragen/llm/tokenizer"
+	"ragen/ragen"
+)
+
+// initTorch sets libtorch's thread count once (trainer.num_threads or the
+// number of cores) and warns when the BLAS is not the OpenMP OpenBLAS.
+func initTorch(t *config.Tree) {
+	n := runtime.NumCPU()
+	if t != nil && t.Has("system.num_threads") {
+		if v, err := t.Int("system.num_threads"); err == nil && v > 0 {
+			n = v
+		}
+	}
+	torch.SetNumThreads(n)
+	if maps, err := os.ReadFile("/proc/self/maps"); err == nil {
+		s := string(maps)
+		if strings.Contains(s, "libblas.so.3") && !strings.Contains(s, "openblas-openmp") {
+			fmt.Fprintln(os.Stderr, "ragen: warning: the loaded BLAS is not the OpenMP OpenBLAS; run `make deps` (or update-alternatives) for 2-30x faster matmuls")
+		}
+	}
+}
+
+// modelOptions reads the device and dtype (ragen keys system.device and
+// actor_rollout_ref.model.dtype; defaults cpu and float32).
+func modelOptions(t *config.Tree, deviceFlag string) (llm.Options, error) {
+	opt := llm.DefaultOptions()
+	dev := deviceFlag
+	if dev == "" && t.Has("system.device") {
+		dev, _ = t.String("system.device")
+	}
+	if dev != "" {
+		d, err := torch.ParseDevice(dev)
+		if err != nil {
+			return opt, err
+		}
+		if d != torch.CPU && !torch.CUDAAvailable() {
+			return opt, fmt.Errorf("device %s requested but this build has no CUDA (%s); build with -tags torchpc,cuda (doc/design.md)", d, torch.BuildInfo())
+		}
+		opt.Device = d
+	}
+	if t.Has("actor_rollout_ref.model.dtype") {
+		s, err := t.String("actor_rollout_ref.model.dtype")
+		if err != nil {
+			return opt, err
+		}
+		if opt.DType, err = torch.ParseDType(s); err != nil {
+			return opt, err
+		}
+	}
+	return opt, nil
+}
+
+// loadModel loads model_path (a Hugging Face folder) with its tokenizer,
+// or, when demo.model is configured and model_path is "tiny", builds a
+// seeded tiny Qwen2-shaped model with the byte tokenizer.
+func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokenizer, error) {
+	initTorch(t)
+	opt, err := modelOptions(t, deviceFlag)
+	if err != nil {
+		return nil, nil, err
+	}
+	path, err := t.String("model_path")
+	if err != nil {
+		return nil, nil, err
+	}
+	if path == "tiny" {
+		tok := tokenizer.NewByte()
+		cfg, err := tinyModelConfig(t, tok.VocabSize())
+		if err != nil {
+			return nil, nil, err
+		}
+		if t.Has("demo.model.seed") {
+			s, _ := t.Int("demo.model.seed")
+			opt.Seed = uint64(s)
+		}
+		m, err := llm.New(cfg, opt)
+		return m, tok, err
+	}
+	if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+		return nil, nil, fmt.Errorf("model_path=%q is not a local Hugging Face model folder (no config.json); ragen cannot download weights: point model_path at a folder with config.json, model.safetensors and tokenizer.json, or use model_path=tiny", path)
+	}
+	m, err := llm.Load(path, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := llm.LoadTokenizer(path)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, tok, nil
+}
+
+// tinyModelConfig builds the model config of demo.model (sizes), defaulting
+// to llm.TinyConfig.
+func tinyModelConfig(t *config.Tree, vocab int) (llm.Config, error) {
+	c := llm.TinyConfig(vocab)
+	r := &reader{t: t}
+	r.int("demo.model.hidden_size", &c.HiddenSize)
+	r.int("demo.model.intermediate_size", &c.IntermediateSize)
+	r.int("demo.model.num_hidden_layers", &c.NumHiddenLayers)
+	r.int("demo.model.num_attention_heads", &c.NumAttentionHeads)
+	r.int("demo.model.num_key_value_heads", &c.NumKeyValueHeads)
+	r.int("demo.model.max_position_embeddings", &c.MaxPositionEmbeddings)
+	if err := r.err(); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// modelPolicy is the in-process model as a ragen.Policy for eval.
+func modelPolicy(t *config.Tree, deviceFlag string) (ragen.Policy, tokenizer.Tokenizer, func(), error) {
+	m, tok, err := loadModel(t, deviceFlag)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	seed := 0
+	if t.Has("seed.val") {
+		seed, _ = t.Int("seed.val")
+	}
+	return llm.NewPolicy(m, tok, llm.PolicyOptions{Seed: uint64(seed)}), tok, m.Close, nil
+}

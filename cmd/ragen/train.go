@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"ragen/collapse"
+	"ragen/config"
+	"ragen/filter"
+	"ragen/internal/pyrand"
+	"ragen/llm"
+	"ragen/llm/tokenizer"
+	"ragen/ragen"
+	"ragen/starpo"
+	"ragen/track"
+)
+
+// job is everything a training run is built from.
+type job struct {
+	tree    *config.Tree
+	rc      ragen.Config
+	sc      starpo.Config
+	fc      filter.Config
+	cc      collapse.Config
+	model   *llm.Model
+	tok     tokenizer.Tokenizer
+	ref     *llm.Model
+	critic  *llm.Critic
+	proxy   *ragen.AgentProxy
+	logger  track.Logger
+	jsonl   string
+	outDir  string
+	trainer *starpo.Trainer
+}
+
+func (j *job) close() {
+	if j.trainer != nil {
+		j.trainer.Close()
+	}
+	if j.logger != nil {
+		j.logger.Close()
+	}
+	if j.proxy != nil {
+		j.proxy.Close()
+	}
+	if j.critic != nil {
+		j.critic.Close()
+	}
+	if j.ref != nil {
+		j.ref.Close()
+	}
+	if j.model != nil {
+		j.model.Close()
+	}
+}
+
+// libraryConfigs maps the key tree onto the library packages' configs and
+// validates the whole set before any work starts.
+func libraryConfigs(t *config.Tree) (ragen.Config, starpo.Config, filter.Config, collapse.Config, error) {
+	var errs []error
+	if err := config.Derive(t); err != nil {
+		errs = append(errs, err)
+	}
+	if err := config.Validate(t); err != nil {
+		errs = append(errs, err)
+	}
+	rc, err := rolloutConfig(t)
+	errs = append(errs, err)
+	sc := starpo.DefaultConfig()
+	errs = append(errs, t.DecodeLoose("", &sc))
+	fc := filter.DefaultConfig()
+	errs = append(errs, t.DecodeLoose("actor_rollout_ref.rollout", &fc))
+	fc.NumGroups, fc.GroupSize = rc.ESManager.Train.EnvGroups, rc.ESManager.Train.GroupSize
+	cc := collapse.DefaultConfig()
+	if t.Has("collapse_detection") {
+		errs = append(errs, t.DecodeLoose("collapse_detection", &cc))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return rc, sc, fc, cc, err
+	}
+	errs = append(errs, sc.Validate(), fc.Validate(), cc.Validate())
+	return rc, sc, fc, cc, errors.Join(errs...)
+}
+
+// loggerBackends maps trainer.logger onto the backends available offline.
+func loggerBackends(t *config.Tree) []string {
+	names := []string{"console", "jsonl", "tensorboard"}
+	if t.Has("trainer.logger") {
+		if v, err := t.StringSlice("trainer.logger"); err == nil {
+			names = nil
+			seen := map[string]bool{}
+			for _, n := range append(v, "jsonl") { // JSONL always: plots are made from it
+				switch n {
+				case "wandb", "swanlab", "mlflow":
+					fmt.Fprintf(os.Stderr, "ragen: trainer.logger %s needs an online service; logging to jsonl and tensorboard instead\n", n)
+					n = "tensorboard"
+				}
+				if !seen[n] {
+					seen[n] = true
+					names = append(names, n)
+				}
+			}
+		}
+	}
+	return names
+}
+
+// buildJob loads the model, the rollout machinery and the trainer.
+// A model and tokenizer made by the caller (the demo's SFT stage) are
+// used as given and owned by the job from then on.
+func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model, tok tokenizer.Tokenizer) (*job, error) {
+	j := &job{tree: t, model: model, tok: tok}
+	var err error
+	if j.rc, j.sc, j.fc, j.cc, err = libraryConfigs(t); err != nil {
+		return nil, err
+	}
+	if j.model == nil {
+		if j.model, j.tok, err = loadModel(t, deviceFlag); err != nil {
+			return nil, err
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			j.close()
+		}
+	}()
+	if t.Has("lora.rank") {
+		if r, _ := t.Int("lora.rank"); r > 0 {
+			lc := llm.LoRAConfig{Rank: r}
+			var alpha float64
+			var targets string
+			rd := &reader{t: t}
+			rd.float("lora.alpha", &alpha)
+			rd.str("lora.target_modules", &targets)
+			if err := rd.err(); err != nil {
+				return nil, err
+			}
+			lc.Alpha, lc.Targets, lc.Seed = alpha, llm.ParseTargets(targets), uint64(j.sc.Seed.Train)
+			if err := j.model.EnableLoRA(lc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if j.sc.ActorRolloutRef.Actor.UseRef {
+		if j.ref, err = j.model.Clone(); err != nil {
+			return nil, err
+		}
+	}
+	if config.CriticEnabled(t) {
+		if j.critic, err = llm.NewCritic(j.model); err != nil {
+			return nil, err
+		}
+	}
+	policy := llm.NewPolicy(j.model, j.tok, llm.PolicyOptions{Seed: uint64(j.sc.Seed.Train)})
+	if j.proxy, err = ragen.NewAgentProxy(j.rc, j.tok, ragen.DefaultProvider(), policy); err != nil {
+		return nil, err
+	}
+	j.outDir = j.sc.Trainer.DefaultLocalDir
+	if j.outDir == "" {
+		j.outDir = filepath.Join("checkpoints", j.sc.Trainer.ProjectName, j.sc.Trainer.ExperimentName)
+	}
+	opts := track.Options{Project: j.sc.Trainer.ProjectName, Experiment: j.sc.Trainer.ExperimentName,
+		Dir: j.outDir, JSONLPath: filepath.Join(j.outDir, "metrics.jsonl"), TensorBoardDir: filepath.Join(j.outDir, "tensorboard"),
+		TotalSteps: j.sc.Trainer.TotalTrainingSteps, NoTable: quietBar}
+	if resumeStep := lastCheckpointStep(j.outDir, j.sc.Trainer.ResumeMode); resumeStep > 0 {
+		opts.ResumeStep = resumeStep
+	}
+	j.jsonl = opts.JSONLPath
+	if j.logger, err = track.New(loggerBackends(t), opts); err != nil {
+		return nil, err
+	}
+	deps := starpo.Deps{Actor: j.model, Rollout: j.proxy.RolloutWith, Filter: j.fc, Logger: j.logger}
+	if j.ref != nil {
+		deps.Ref = j.ref
+	}
+	if j.critic != nil {
+		deps.Critic = j.critic
+	}
+	j.cc.ThinkDisabled = !j.rc.AgentProxy.EnableThink
+	j.cc.ContextWindowMode = j.rc.AgentProxy.ContextWindowMode
+	if (j.cc.FirstTurnEnabled || j.cc.MultiTurnEnabled) && !j.cc.ThinkDisabled && j.cc.ContextWindowMode == ragen.ModeFull {
+		rng, err := pyrand.NewLegacy(int64(j.sc.Seed.Train))
+		if err != nil {
+			return nil, err
+		}
+		if deps.Collapse, err = collapse.NewDetector(j.cc, rng); err != nil {
+			return nil, err
+		}
+		deps.Scorer = llm.NewScorer(j.model, j.cc.MicroBatchSize)
+	}
+	if j.trainer, err = starpo.NewTrainer(j.sc, deps); err != nil {
+		return nil, err
+	}
+	ok = true
+	return j, nil
+}
+
+// lastCheckpointStep is the newest global_step_N under dir when resuming
+// automatically (0 otherwise), so that logs continue instead of restarting.
+func lastCheckpointStep(dir, mode string) int {
+	if mode == starpo.ResumeDisable {
+		return 0
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	best := 0
+	for _, e := range ents {
+		var n int
+		if _, err := fmt.Sscanf(e.Name(), "global_step_%d", &n); err == nil && e.IsDir() && n > best {
+			best = n
+		}
+	}
+	return best
+}
+
+func cmdTrain(ctx context.Context, args []string) error {
+	fl, rest, err := splitFlags(args, "device")
+	if err != nil {
+		return err
+	}
+	t, a, err := loadTree(rest, "base")
+	if err != nil {
+		return err
+	}
+	if a.Cfg != "" {
+		fmt.Print(a.Print(t))
+		return nil
+	}
+	j, err := buildJob(t, fl["device"], false, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer j.close()
+	start := time.Now()
+	reason, err := j.trainer.Fit(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("training stopped: %s after %d steps in %s\n", reason, j.trainer.Step(), time.Since(start).Round(time.Second))
+	return j.finish()
+}
+
+// finish exports the trained policy and draws the plots.
+func (j *job) finish() error {
+	final := filepath.Join(j.outDir, "final")
+	if err := saveModel(final, j.model, j.tok); err != nil {
+		return err
+	}
+	fmt.Printf("exported the trained policy to %s\n", final)
+	pngs, err := track.PlotJSONL(j.jsonl, filepath.Join(j.outDir, "plots"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ragen: plots:", err)
+	} else if len(pngs) > 0 {
+		fmt.Printf("plots: %s\n", filepath.Dir(pngs[0]))
+	}
+	return nil
+}
+
+// saveModel writes a Hugging Face folder; the byte tokenizer has no
+// Hugging Face form, so only the model is written with it.
+func saveModel(dir string, m *llm.Model, tok tokenizer.Tokenizer) error {
+	if _, ok := tok.(llm.HFSaver); !ok {
+		return m.Save(dir)
+	}
+	return llm.SaveHF(dir, m, tok)
+}
