@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/Generator.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
 #include <ATen/ops/cat.h>
@@ -147,8 +148,9 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
   LLM_TRY("llm_forward")
   LLM_NEED(w && ids && pos && cos_table && sin_table && kbias, "missing input");
   LLM_NEED(n_layers >= 0 && n_heads > 0 && n_kv > 0 && head_dim > 0 && n_heads % n_kv == 0, "bad shape config");
-  c10::optional<at::NoGradGuard> ng;
-  if (no_grad) ng.emplace();
+  // inference mode skips autograd and version-counter bookkeeping per op
+  c10::optional<c10::InferenceMode> im;
+  if (no_grad) im.emplace();
   const at::Tensor& I = ids->t;
   LLM_NEED(I.dim() == 2, "ids must be (B,T)");
   LLM_NEED(pos->t.sizes() == I.sizes(), "positions must have the shape of ids");
@@ -187,11 +189,12 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
                      &wgu = lw[5]->t, &wd = lw[6]->t;
     at::Tensor h = rms_norm(x, ln1, eps);
     at::Tensor qkv = add_lora(at::linear(h, wqkv, bqkv), h, lo, li, 0, {qw, kw, kw});
-    at::Tensor q = qkv.narrow(-1, 0, qw).view({B, T, H, D}).transpose(1, 2);
-    at::Tensor k = qkv.narrow(-1, qw, kw).view({B, T, KV, D}).transpose(1, 2);
+    // rotary embedding of q and k in one pass: (B,H+KV,T,D)
+    at::Tensor qk = qkv.narrow(-1, 0, qw + kw).view({B, T, H + KV, D}).transpose(1, 2);
+    qk = qk.mul(cs).add(rotate_half(qk).mul(sn));
+    at::Tensor q = qk.narrow(1, 0, H);
+    at::Tensor k = qk.narrow(1, H, KV);
     at::Tensor v = qkv.narrow(-1, qw + kw, kw).view({B, T, KV, D}).transpose(1, 2);
-    q = q.mul(cs).add(rotate_half(q).mul(sn));
-    k = k.mul(cs).add(rotate_half(k).mul(sn));
     if (kv) {
       at::Tensor& kc = kv[2 * li]->t;
       at::Tensor& vc = kv[2 * li + 1]->t;
@@ -204,18 +207,19 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
     // group are stacked along the time axis.
     at::Tensor qg = q.reshape({B, KV, G * T, D});
     at::Tensor s = at::matmul(qg, k.transpose(2, 3)).mul(scale).view({B, KV, G, T, Lk});
-    s = s.add(bias).softmax(-1, at::kFloat).to(dt).view({B, KV, G * T, Lk});
+    s = no_grad ? s.add_(bias) : s.add(bias);
+    s = s.softmax(-1, at::kFloat).to(dt).view({B, KV, G * T, Lk});
     at::Tensor a = at::matmul(s, v).view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
     at::Tensor o = at::linear(a, wo);
     if (lo.on(li, 3)) o = o.add(lo.delta(li, 3, a));
-    x = x.add(o);
+    x = no_grad ? x.add_(o) : x.add(o);
     h = rms_norm(x, ln2, eps);
     const int64_t I2 = wgu.size(0) / 2;
     at::Tensor gu = add_lora(at::linear(h, wgu), h, lo, li, 4, {I2, I2});
     at::Tensor act = at::silu(gu.narrow(-1, 0, I2)).mul(gu.narrow(-1, I2, I2));
     at::Tensor d = at::linear(act, wd);
     if (lo.on(li, 6)) d = d.add(lo.delta(li, 6, act));
-    x = x.add(d);
+    x = no_grad ? x.add_(d) : x.add(d);
   }
   if (last_only) x = x.narrow(1, T - 1, 1);
   x = rms_norm(x, w[1 + 7 * n_layers]->t, eps);
