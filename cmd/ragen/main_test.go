@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"ragen/track"
+)
+
+func TestUnknownCommandAndKeys(t *testing.T) {
+	ctx := context.Background()
+	require.ErrorContains(t, run(ctx, []string{"frobnicate"}), "valid: train, eval")
+	err := run(ctx, []string{"train", "trainer.total_trainin_steps=3"})
+	require.ErrorContains(t, err, "did you mean trainer.total_training_steps")
+	err = run(ctx, []string{"eval", "--policy", "bogus", "es_manager.val.env_groups=1", "es_manager.val.env_configs.n_groups=[1]"})
+	require.ErrorContains(t, err, "valid policies are model, api, oracle, random")
+	// a model path that is not a local folder is a clear error, not a download
+	err = run(ctx, []string{"eval", "model_path=Qwen/Qwen2.5-0.5B-Instruct", "es_manager.val.env_groups=1", "es_manager.val.env_configs.n_groups=[1]", "es_manager.val.group_size=1"})
+	require.ErrorContains(t, err, "not a local Hugging Face model folder")
+	// inconsistent env groups are reported before any work
+	err = run(ctx, []string{"train", "model_path=tiny", "es_manager.train.env_groups=3"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "n_groups")
+}
+
+func TestEvalOracleWritesTrajectoriesAndViewReadsThem(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "traj.jsonl")
+	err := run(context.Background(), []string{"eval", "--policy", "oracle", "--out", out,
+		"es_manager.val.env_groups=2", "es_manager.val.group_size=1", "es_manager.val.env_configs.tags=[SimpleSokoban]",
+		"es_manager.val.env_configs.n_groups=[2]"})
+	require.NoError(t, err)
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	require.Len(t, lines, 2)
+	require.Contains(t, lines[0], `"success": true`)
+	require.NoError(t, run(context.Background(), []string{"view", out, "--max", "1"}))
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("{not json\n"), 0o644))
+	require.ErrorContains(t, run(context.Background(), []string{"view", bad}), "bad.jsonl:1")
+}
+
+func TestTrainTinyModelEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model for one step")
+	}
+	dir := t.TempDir()
+	err := run(context.Background(), []string{"train", "--config-name", "demo",
+		"trainer.default_local_dir=" + dir, "trainer.total_training_steps=1", "trainer.val_before_train=False",
+		"trainer.test_freq=1", "es_manager.train.env_groups=2", "es_manager.train.group_size=4",
+		"es_manager.train.env_configs.n_groups=[2]", "es_manager.val.env_groups=4", "es_manager.val.env_configs.n_groups=[4]",
+		"ppo_mini_batch_size=8", "micro_batch_size_per_gpu=4", "actor_rollout_ref.rollout.response_length=16"})
+	require.NoError(t, err)
+	recs, err := track.ReadJSONL(filepath.Join(dir, "metrics.jsonl"))
+	require.NoError(t, err)
+	require.NotEmpty(t, recs)
+	last := recs[len(recs)-1]
+	require.Equal(t, 1, last.Step)
+	require.Contains(t, last.Data, "actor/pg_loss")
+	require.Contains(t, last.Data, "val-env/DemoBandit/success")
+	_, err = os.Stat(filepath.Join(dir, "final", "model.safetensors"))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "plots", "summary.png"))
+	require.NoError(t, err)
+}
