@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -124,9 +125,11 @@ func Puzzle(solution [][]int, fraction float64, rng env.Rand) [][]int {
 }
 
 // UniquePuzzle is Puzzle with a uniqueness guarantee: it walks the same
-// shuffled cell list and blanks a cell only if the puzzle keeps exactly one
-// solution, stopping at int(n²·f) blanks or when the list is exhausted (so
-// it may blank fewer cells than Puzzle).
+// shuffled cell list and blanks a cell only if the puzzle provably keeps
+// exactly one solution, stopping at int(n²·f) blanks or when the list is
+// exhausted (so it may blank fewer cells than Puzzle). A cell whose check
+// exceeds uniqueCheckNodes solver steps stays filled, which bounds the time
+// on 16×16 boards.
 func UniquePuzzle(solution [][]int, fraction float64, rng env.Rand) [][]int {
 	n := len(solution)
 	p := copyGrid(solution)
@@ -144,7 +147,7 @@ func UniquePuzzle(solution [][]int, fraction float64, rng env.Rand) [][]int {
 		i, j := k/n, k%n
 		v := p[i][j]
 		p[i][j] = 0
-		if CountSolutions(p, 2) != 1 {
+		if c, done := countSolutions(p, 2, uniqueCheckNodes); !done || c != 1 {
 			p[i][j] = v
 			continue
 		}
@@ -153,21 +156,31 @@ func UniquePuzzle(solution [][]int, fraction float64, rng env.Rand) [][]int {
 	return p
 }
 
+// uniqueCheckNodes bounds one uniqueness check of UniquePuzzle.
+const uniqueCheckNodes = 20000
+
 // CountSolutions counts the completions of g (0 = empty) up to limit,
 // with a bitmask backtracking solver that always branches on the empty
 // cell with the fewest candidates. A grid whose givens already conflict has
-// no solution.
+// no solution. It is exact but can be slow on sparse 16×16 grids.
 func CountSolutions(g [][]int, limit int) int {
+	c, _ := countSolutions(g, limit, 0)
+	return c
+}
+
+// countSolutions is CountSolutions with a budget of maxNodes search steps
+// (≤ 0: none); done is false when the budget ran out first.
+func countSolutions(g [][]int, limit, maxNodes int) (count int, done bool) {
 	n := len(g)
 	b := boxSize(n)
 	if n == 0 || b*b != n || n > 32 {
-		return 0
+		return 0, true
 	}
 	var rows, cols, boxes [32]uint32
 	var empties []int
 	for i := 0; i < n; i++ {
 		if len(g[i]) != n {
-			return 0
+			return 0, true
 		}
 		for j := 0; j < n; j++ {
 			v := g[i][j]
@@ -176,12 +189,12 @@ func CountSolutions(g [][]int, limit int) int {
 				continue
 			}
 			if v < 0 || v > n {
-				return 0
+				return 0, true
 			}
 			bit := uint32(1) << (v - 1)
 			bx := i/b*b + j/b
 			if rows[i]&bit != 0 || cols[j]&bit != 0 || boxes[bx]&bit != 0 {
-				return 0
+				return 0, true
 			}
 			rows[i] |= bit
 			cols[j] |= bit
@@ -189,14 +202,20 @@ func CountSolutions(g [][]int, limit int) int {
 		}
 	}
 	full := uint32(1)<<n - 1
-	count := 0
+	nodes := 0
+	exhausted := false
 	var solve func(depth int)
 	solve = func(depth int) {
-		if count >= limit {
+		if count >= limit || exhausted {
 			return
 		}
 		if depth == len(empties) {
 			count++
+			return
+		}
+		nodes++
+		if maxNodes > 0 && nodes > maxNodes {
+			exhausted = true
 			return
 		}
 		// Pick the remaining empty cell with the fewest candidates.
@@ -205,7 +224,7 @@ func CountSolutions(g [][]int, limit int) int {
 			p := empties[k]
 			i, j := p/n, p%n
 			free := full &^ (rows[i] | cols[j] | boxes[i/b*b+j/b])
-			c := popcount(free)
+			c := bits.OnesCount32(free)
 			if c < bestN {
 				best, bestN = k, c
 				if c <= 1 {
@@ -221,7 +240,7 @@ func CountSolutions(g [][]int, limit int) int {
 		i, j := p/n, p%n
 		bx := i/b*b + j/b
 		free := full &^ (rows[i] | cols[j] | boxes[bx])
-		for free != 0 && count < limit {
+		for free != 0 && count < limit && !exhausted {
 			bit := free & -free
 			free &^= bit
 			rows[i] |= bit
@@ -235,7 +254,7 @@ func CountSolutions(g [][]int, limit int) int {
 		empties[depth], empties[best] = empties[best], empties[depth]
 	}
 	solve(0)
-	return count
+	return count, !exhausted || count >= limit
 }
 
 // Solve returns one completion of g, or false when there is none.
@@ -264,15 +283,6 @@ func Solve(g [][]int) ([][]int, bool) {
 		}
 	}
 	return s, true
-}
-
-func popcount(x uint32) int {
-	c := 0
-	for x != 0 {
-		x &= x - 1
-		c++
-	}
-	return c
 }
 
 func newGrid(n int) [][]int {

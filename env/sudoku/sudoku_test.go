@@ -471,3 +471,28 @@ func TestGenerationBudget(t *testing.T) {
 	_, err = Generate(ctx, 16, pyrand.NewRandom(22), 0)
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// On 16×16 hard boards a uniqueness check may exceed its budget; such cells
+// stay filled, so generation stays bounded and the result is still unique.
+func TestUniqueSolution16(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GridSize, cfg.Difficulty, cfg.UniqueSolution = 16, "hard", true
+	e, err := New(cfg)
+	require.NoError(t, err)
+	_, err = e.Reset(context.Background(), 1, env.ModeTrain)
+	require.NoError(t, err)
+	blanks := 0
+	for _, row := range e.Grid() {
+		for _, v := range row {
+			if v == 0 {
+				blanks++
+			}
+		}
+	}
+	assert.LessOrEqual(t, blanks, 153)
+	assert.Greater(t, blanks, 100)
+	assert.Equal(t, 1, CountSolutions(e.Grid(), 2))
+	c, done := countSolutions(newGrid(16), 2, 1000)
+	assert.Equal(t, 2, c) // an empty board: two solutions found quickly
+	assert.True(t, done)
+}
