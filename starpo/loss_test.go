@@ -227,3 +227,24 @@ func scoped(t *testing.T, f func(s *torch.Scope)) {
 	_ = s.Close()
 	assert.Equal(t, before, torch.Live(), "live tensors")
 }
+
+func TestLogitsHelpersMatchAlgo(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const rows, vocab = 5, 7
+	z := make([]float64, rows*vocab)
+	for k := range z {
+		z[k] = r.NormFloat64() * 3
+	}
+	labels := []int{0, 6, 3, 2, 5}
+	wantH, err := algo.EntropyFromLogits(z, vocab)
+	require.NoError(t, err)
+	wantLP, err := algo.LogProbsFromLogits(z, vocab, labels)
+	require.NoError(t, err)
+	scoped(t, func(s *torch.Scope) {
+		x := s.Own(torch.From(append([]float64(nil), z...), rows, vocab))
+		lab := s.Own(torch.From([]int64{0, 6, 3, 2, 5}, rows))
+		assertClose(t, wantH, s.Float64s(EntropyFromLogits(s, x)), 1e-12, "entropy")
+		assertClose(t, wantLP, s.Float64s(LogProbsFromLogits(s, x, lab)), 1e-12, "logprobs")
+		require.NoError(t, s.Err())
+	})
+}

@@ -85,10 +85,13 @@ func TestSmokeBanditGAE(t *testing.T) {
 	before := snapshot(t, m.actor.Trainable())
 	cbefore := snapshot(t, m.critic.Trainable())
 	log := &recLogger{}
+	live := torch.Live()
 	tr := newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 4), log)
 	stop, err := tr.Fit(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, StopFinished, stop)
+	tr.Close()
+	assert.Equal(t, live, torch.Live(), "tensors leaked by a training run")
 	assert.Equal(t, []int{0, 1, 2, 3}, log.steps)
 	for step := 1; step <= 3; step++ {
 		met := log.byStep(step)
