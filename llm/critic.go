@@ -68,9 +68,16 @@ func (c *Critic) Values(s *torch.Scope, ids, positions, attn *torch.Tensor) *tor
 // Head returns the value head weight (1,E) and bias (1).
 func (c *Critic) Head() (w, b *torch.Tensor) { return c.w, c.b }
 
-// Trainable is the trunk's trainable tensors and the head.
+// Trainable is the trunk's trainable tensors (without its unused LM head)
+// and the value head.
 func (c *Critic) Trainable() []*torch.Tensor {
-	return append(c.trunk.Trainable(), c.w, c.b)
+	var out []*torch.Tensor
+	for _, t := range c.trunk.Trainable() {
+		if t != c.trunk.head {
+			out = append(out, t)
+		}
+	}
+	return append(out, c.w, c.b)
 }
 
 // Close frees the critic.
