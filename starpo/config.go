@@ -504,16 +504,22 @@ func NewLRSchedule(o OptimConfig, total int) LRSchedule {
 // get_constant_schedule_with_warmup / get_cosine_schedule_with_warmup):
 //
 //	constant: n/max(1, W) during warm-up, then 1
-//	cosine:   n/max(1, W) during warm-up, then
-//	          max(0, cos(π·cycles·2·p)·(1−r)/2 + (1+r)/2), p = (n−W)/max(1, total−W)
+//	cosine:   r + (1−r)·n/max(1, W) during warm-up, then
+//	          max(r, cos(π·cycles·2·p)·(1−r)/2 + (1+r)/2), p = (n−W)/max(1, total−W)
+//
+// with r = min_lr_ratio.
 func (l LRSchedule) Factor(n int) float64 {
-	if n < l.Warmup {
-		return float64(n) / math.Max(1, float64(l.Warmup))
-	}
+	r := l.MinLRRatio
 	if l.Style != WarmupCosine {
+		if n < l.Warmup {
+			return float64(n) / math.Max(1, float64(l.Warmup))
+		}
 		return 1
+	}
+	if n < l.Warmup {
+		return r + (1-r)*float64(n)/math.Max(1, float64(l.Warmup))
 	}
 	p := float64(n-l.Warmup) / math.Max(1, float64(l.Total-l.Warmup))
 	x := math.Cos(math.Pi * l.NumCycles * 2 * p)
-	return math.Max(0, x*(1-l.MinLRRatio)*0.5+(1+l.MinLRRatio)*0.5)
+	return math.Max(r, x*(1-r)*0.5+(1+r)*0.5)
 }

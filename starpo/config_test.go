@@ -117,10 +117,11 @@ func TestLRSchedule(t *testing.T) {
 		assert.InDelta(t, want, c.Factor(n), 1e-15, "constant %d", n)
 	}
 	// cosine, W = 2, total 10, r = 0.1, cycles 0.5: coef 0.45, intercept 0.55.
-	// n=1: warm-up 1/2; n=2: p=0 → 1; n=6: p=0.5 → cos(π/2)=0 → 0.55;
-	// n=10: p=1 → cos(π)=−1 → 0.1.
+	// n=0: warm-up starts at r = 0.1; n=1: 0.1 + 0.9·1/2 = 0.55; n=2: p=0 → 1;
+	// n=6: p=0.5 → cos(π/2)=0 → 0.55; n=10: p=1 → cos(π)=−1 → 0.1;
+	// n=12: p=1.25 → cos(1.25π)·0.45+0.55 ≈ 0.232.
 	k := LRSchedule{Warmup: 2, Total: 10, Style: WarmupCosine, MinLRRatio: 0.1, NumCycles: 0.5}
-	for n, want := range map[int]float64{1: 0.5, 2: 1, 6: 0.55, 10: 0.1} {
+	for n, want := range map[int]float64{0: 0.1, 1: 0.55, 2: 1, 6: 0.55, 10: 0.1, 12: math.Cos(1.25*math.Pi)*0.45 + 0.55} {
 		assert.InDelta(t, want, k.Factor(n), 1e-12, "cosine %d", n)
 	}
 	// warm-up steps: int(0.25·10) = 2; an explicit lr_warmup_steps wins.

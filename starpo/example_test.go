@@ -23,8 +23,8 @@ func ExampleLRSchedule_Factor() {
 		fmt.Printf("step %d: %.2f\n", n, s.Factor(n))
 	}
 	// Output:
-	// step 0: 0.00
-	// step 1: 0.50
+	// step 0: 0.10
+	// step 1: 0.55
 	// step 2: 1.00
 	// step 6: 0.55
 	// step 10: 0.10
