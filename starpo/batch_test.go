@@ -203,3 +203,20 @@ func TestLowValidationSuccessStop(t *testing.T) {
 	assert.Equal(t, 0, tr.st.LowVal["val-env/Bandit/success"])
 	_ = algo.TokenMean
 }
+
+func TestGeneratorStateRoundTrip(t *testing.T) {
+	g, err := torch.NewGenerator(11, torch.CPU)
+	require.NoError(t, err)
+	defer g.Close()
+	gs := GeneratorState{G: g}
+	st, err := gs.MarshalState()
+	require.NoError(t, err)
+	draw := func() []float64 {
+		s := torch.NewScope()
+		defer s.Close()
+		return s.Float64s(s.Rand(g, []int64{4}, torch.Float64, torch.CPU))
+	}
+	first := draw()
+	require.NoError(t, gs.UnmarshalState(st))
+	assert.Equal(t, first, draw())
+}

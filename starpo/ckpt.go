@@ -58,6 +58,7 @@ func (t *Trainer) SaveCheckpoint() error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("starpo: checkpoint: %w", err)
 	}
+	removeStaleTemps(root)
 	tmp, err := os.MkdirTemp(root, ".tmp-"+stepDirPrefix)
 	if err != nil {
 		return fmt.Errorf("starpo: checkpoint: %w", err)
@@ -486,4 +487,27 @@ func ReadSafetensors(path string) (map[string]SafeEntry, error) {
 		out[name] = SafeEntry{DType: dt, Shape: h.Shape, Data: data[lo:hi]}
 	}
 	return out, nil
+}
+
+// GeneratorState adapts a libtorch generator (e.g. a sampler's) to
+// Stateful, so its state travels in checkpoints.
+type GeneratorState struct{ G *torch.Generator }
+
+// MarshalState returns the generator state.
+func (g GeneratorState) MarshalState() ([]byte, error) { return g.G.State() }
+
+// UnmarshalState restores a state from MarshalState.
+func (g GeneratorState) UnmarshalState(b []byte) error { return g.G.SetState(b) }
+
+// removeStaleTemps deletes temporary step folders a killed run left behind.
+func removeStaleTemps(root string) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), ".tmp-"+stepDirPrefix) {
+			_ = os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
 }
