@@ -1,0 +1,164 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"ragen/collapse"
+	"ragen/internal/torch"
+	"ragen/llm/tokenizer"
+	"ragen/ragen"
+)
+
+func TestPolicy(t *testing.T) {
+	m := tinyModel(t, 21, false)
+	defer m.Close()
+	tok := tokenizer.NewByte()
+	greedy := ragen.SamplingParams{DoSample: false, Temperature: 1, TopK: -1, TopP: 1, MaxNewTokens: 6}
+	sampled := ragen.SamplingParams{DoSample: true, Temperature: 1, TopK: -1, TopP: 1, MaxNewTokens: 5}
+	reqs := []ragen.GenRequest{
+		{EnvID: 0, Prompt: "hi", Sampling: greedy},
+		{EnvID: 1, IDs: []int{1, 2, 3}, Sampling: sampled},
+		{EnvID: 2, Prompt: "hello there", Sampling: greedy},
+	}
+	p := NewPolicy(m, tok, PolicyOptions{MaxBatch: 1, Seed: 5})
+	out, err := p.Generate(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 3 {
+		t.Fatalf("%d generations", len(out))
+	}
+	// greedy requests equal direct greedy generation
+	for _, i := range []int{0, 2} {
+		want, err := m.Generate(context.Background(), tok, [][]int{tok.Encode(reqs[i].Prompt)}, GenOptions{MaxNewTokens: 6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(out[i].IDs) != fmt.Sprint(want[0].IDs) || out[i].Text != want[0].Text {
+			t.Errorf("req %d: %+v want %+v", i, out[i], want[0])
+		}
+	}
+	if n := len(out[1].IDs); n == 0 || n > 5 || len(out[1].LogProbs) != n {
+		t.Fatalf("sampled: %+v", out[1])
+	}
+}
+
+func TestScorer(t *testing.T) {
+	m := tinyModel(t, 22, false)
+	defer m.Close()
+	pairs := []collapse.Pair{
+		{Prompt: []int{1, 2, 3}, Reasoning: []int{4, 5}},
+		{Prompt: []int{7}, Reasoning: []int{8, 9, 10, 11}},
+		{Prompt: []int{1, 2, 3, 4, 5, 6}, Reasoning: nil},
+	}
+	for _, temp := range []float64{1, 0.5} {
+		sc := NewScorerTemperature(m, 2, temp)
+		got, err := sc.ScoreReasoning(context.Background(), pairs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// reference: each pair alone, summing TokenLogProbs over the reasoning
+		for i, p := range pairs {
+			seq := append(append([]int(nil), p.Prompt...), p.Reasoning...)
+			s := torch.NewScope()
+			ids, pos, attn := batch(t, s, [][]int{seq}, false)
+			var lp []float32
+			torch.NoGrad(func() error {
+				l, _ := m.TokenLogProbs(s, ids, pos, attn, temp, false)
+				lp = s.Float32s(l)
+				return s.Err()
+			})
+			want := 0.0
+			for t := len(p.Prompt); t < len(seq); t++ {
+				want += float64(lp[t])
+			}
+			s.Close()
+			if got[i].Tokens != len(p.Reasoning) || math.Abs(got[i].SumLogProb-want) > 1e-4 {
+				t.Errorf("T=%v pair %d: %+v, want sum %v over %d tokens", temp, i, got[i], want, len(p.Reasoning))
+			}
+		}
+	}
+	var _ collapse.Scorer = NewScorer(m, 4)
+	if _, err := NewScorer(m, 1).ScoreReasoning(context.Background(), []collapse.Pair{{}}); err == nil {
+		t.Fatal("empty prompt accepted")
+	}
+}
+
+func TestMicroBatches(t *testing.T) {
+	for _, tc := range []struct {
+		lengths []int
+		budget  int
+		want    string
+	}{
+		// rows x longest: [5,5]→10 fits 12; adding 3 gives 3x5=15 > 12
+		{[]int{5, 5, 3, 2, 2}, 12, "[[0 1] [2 3 4]]"},
+		// a row over budget stands alone
+		{[]int{20, 1, 1}, 10, "[[0] [1 2]]"},
+		{[]int{4, 4, 4, 4}, 16, "[[0 1 2 3]]"},
+		// growing longest length: [1,8] → 2x8=16 > 10
+		{[]int{1, 8, 2}, 10, "[[0] [1] [2]]"},
+		{nil, 10, "[]"},
+	} {
+		got, err := MicroBatches(tc.lengths, tc.budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("MicroBatches(%v, %d) = %v, want %s", tc.lengths, tc.budget, got, tc.want)
+		}
+	}
+	if _, err := MicroBatches([]int{1}, 0); err == nil {
+		t.Fatal("zero budget accepted")
+	}
+}
+
+func TestPadBatch(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	ids, pos, attn := PadBatch(s, [][]int{{7, 8, 9}, {5}}, 0, true, torch.CPU)
+	if got := fmt.Sprint(s.Int64s(ids), s.Int64s(pos), s.Int64s(attn)); got != "[7 8 9 0 0 5] [0 1 2 0 0 0] [1 1 1 0 0 1]" {
+		t.Fatalf("left: %s", got)
+	}
+	ids, pos, attn = PadBatch(s, [][]int{{7, 8, 9}, {5}}, 2, false, torch.CPU)
+	if got := fmt.Sprint(s.Int64s(ids), s.Int64s(pos), s.Int64s(attn)); got != "[7 8 9 5 2 2] [0 1 2 0 0 0] [1 1 1 1 0 0]" {
+		t.Fatalf("right: %s", got)
+	}
+	PadBatch(s, nil, 0, false, torch.CPU)
+	if s.Err() == nil {
+		t.Fatal("empty batch accepted")
+	}
+}
+
+// Right and left padding give the same logits at real positions.
+func TestPaddingInvariance(t *testing.T) {
+	m := tinyModel(t, 23, false)
+	defer m.Close()
+	seqs := [][]int{{1, 2, 3, 4, 5}, {9, 10}}
+	s := torch.NewScope()
+	defer s.Close()
+	var left, right, alone []float32
+	torch.NoGrad(func() error {
+		ids, pos, attn := PadBatch(s, seqs, 0, true, torch.CPU)
+		left = s.Float32s(m.Forward(s, ids, pos, attn))
+		ids, pos, attn = PadBatch(s, seqs, 0, false, torch.CPU)
+		right = s.Float32s(m.Forward(s, ids, pos, attn))
+		ids, pos, attn = PadBatch(s, seqs[1:], 0, false, torch.CPU)
+		alone = s.Float32s(m.Forward(s, ids, pos, attn))
+		return nil
+	})
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	V := 300
+	for j := range 2 { // row 1: left puts its tokens at 3,4; right at 0,1
+		for v := range V {
+			l, r, a := left[(5+3+j)*V+v], right[(5+j)*V+v], alone[j*V+v]
+			if math.Abs(float64(l-a)) > 1e-5 || math.Abs(float64(r-a)) > 1e-5 {
+				t.Fatalf("pos %d id %d: left %v right %v alone %v", j, v, l, r, a)
+			}
+		}
+	}
+}
