@@ -111,6 +111,9 @@ func (t *Trainer) Validate(ctx context.Context) (map[string]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("starpo: validation rollout: %w", err)
 		}
+		if b == nil {
+			return nil, fmt.Errorf("starpo: validation rollout returned no batch")
+		}
 		for k, v := range b.Metrics {
 			sums[k] += v
 			counts[k]++

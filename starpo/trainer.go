@@ -335,6 +335,9 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	}); err != nil {
 		return nil, "", fmt.Errorf("rollout: %w", err)
 	}
+	if batch == nil {
+		return nil, "", errors.New("rollout returned no batch")
+	}
 	t.st.SeedCounter += int64(cfg.ESManager.Train.EnvGroups)
 	for k, v := range batch.Metrics {
 		met["train/"+k] = v
@@ -531,10 +534,16 @@ func (t *Trainer) filter(ctx context.Context, r *rows, batch *ragen.Batch, met m
 		return r, 1, true, nil
 	}
 	fb := filter.Batch{GroupIDs: r.uids, EpisodeIDs: r.episodeIDs}
+	// Per-row reward = Σ original_rm_scores (rm_scores when the rollout
+	// gave no copy).
 	fb.Rewards = make([]float64, r.B)
 	for i := range fb.Rewards {
-		for _, v := range batch.OriginalRMScores[i] {
-			fb.Rewards[i] += float64(v)
+		if len(batch.OriginalRMScores) == r.B {
+			for _, v := range batch.OriginalRMScores[i] {
+				fb.Rewards[i] += float64(v)
+			}
+		} else {
+			fb.Rewards[i] = algoSum(r.scores.Row(i))
 		}
 	}
 	fb.Lengths = make([]float64, r.B)

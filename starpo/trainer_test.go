@@ -498,3 +498,30 @@ func TestKLInRewardGRPO(t *testing.T) {
 	assert.NotEqual(t, 0.1, log.metrics[1][algo.MetricRewardKLPenaltyCoeff], "the adaptive controller moved β")
 	assert.Contains(t, log.metrics[0], algo.MetricRewardKLPenalty)
 }
+
+// Malformed rollouts are errors that name the problem, never panics.
+func TestMalformedRolloutIsAnError(t *testing.T) {
+	m := newModels(12)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Trainer.ValBeforeTrain = false
+	for name, tc := range map[string]struct {
+		batch *ragen.Batch
+		want  string
+	}{
+		"nil":    {nil, "rollout returned no batch"},
+		"ragged": {&ragen.Batch{InputIDs: [][]int{{1, 2, 3}, {1, 2}}, AttentionMask: [][]int{{1, 1, 1}, {1, 1}}, PositionIDs: [][]int{{0, 1, 2}, {0, 1}}, LossMask: [][]int{{1, 1}, {1}}, RMScores: [][]float32{{0, 1}, {1}}, GroupIDs: []int{0, 1}}, "batch row 1"},
+		"short":  {&ragen.Batch{InputIDs: [][]int{{1}}, AttentionMask: [][]int{{1}}, PositionIDs: [][]int{{0}}, LossMask: [][]int{{}}, RMScores: [][]float32{{}}, GroupIDs: []int{0}}, "need at least 2"},
+		"groups": {&ragen.Batch{InputIDs: [][]int{{1, 2}}, AttentionMask: [][]int{{1, 1}}, PositionIDs: [][]int{{0, 1}}, LossMask: [][]int{{1}}, RMScores: [][]float32{{1}}}, "group_ids"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rollout := func(context.Context, env.Mode, ragen.RolloutOptions) (*ragen.Batch, error) { return tc.batch, nil }
+			tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: rollout, Filter: filter.DefaultConfig()})
+			require.NoError(t, err)
+			defer tr.Close()
+			_, err = tr.Fit(context.Background())
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
