@@ -1,0 +1,123 @@
+package torch
+
+import (
+	"math"
+	"testing"
+)
+
+// The fused forward with no layers is embedding -> RMSNorm -> head; checked
+// by hand: ids [1,0], embed rows e0=(1,2), e1=(3,4), norm weight (1,1),
+// eps 0, head = identity: rms(e1) = sqrt((9+16)/2) = 3.5355, so the logits
+// of position 0 are (3,4)/3.5355 = (0.8485, 1.1314); position 1: rms(e0) =
+// sqrt(2.5) = 1.5811 -> (0.6325, 1.2649).
+func TestLLMForwardNoLayers(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	embed := s.Own(From([]float32{1, 2, 3, 4}, 2, 2))
+	norm := s.Own(From([]float32{1, 1}, 2))
+	head := s.Own(From([]float32{1, 0, 0, 1}, 2, 2))
+	ids := s.Own(From([]int64{1, 0}, 1, 2))
+	pos := s.Own(From([]int64{0, 1}, 1, 2))
+	cos := s.Full([]int64{4, 2}, 1, Float32, CPU)
+	sin := s.Zeros([]int64{4, 2}, Float32, CPU)
+	kb := s.LLMKeyBias(s.Own(From([]int64{1, 1}, 1, 2)))
+	out := s.LLMForward(&LLMWeights{Embed: embed, Norm: norm, Head: head}, LLMShape{Heads: 1, KVHeads: 1, HeadDim: 2, Eps: 0},
+		LLMForwardArgs{IDs: ids, Pos: pos, Cos: cos, Sin: sin, KeyBias: kb})
+	got := s.Float32s(out)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{3 / math.Sqrt(12.5), 4 / math.Sqrt(12.5), 1 / math.Sqrt(2.5), 2 / math.Sqrt(2.5)}
+	for i := range want {
+		if math.Abs(float64(got[i])-want[i]) > 1e-6 {
+			t.Fatalf("logit %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// Key bias: attended 0, masked the lowest float32.
+func TestLLMKeyBias(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	b := s.Float32s(s.LLMKeyBias(s.Own(From([]int64{1, 0, 1}, 1, 3))))
+	if s.Err() != nil || b[0] != 0 || b[1] != -math.MaxFloat32 || b[2] != 0 {
+		t.Fatalf("%v %v", b, s.Err())
+	}
+}
+
+// Log-probs: logits row (0, ln 3) has log-softmax (ln 1/4, ln 3/4) and
+// entropy -(1/4 ln 1/4 + 3/4 ln 3/4) = 0.5623.
+func TestLLMTokenLogProbs(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	l3 := float32(math.Log(3))
+	logits := s.Own(From([]float32{0, l3, 5, 5}, 1, 2, 2))
+	ids := s.Own(From([]int64{0, 1}, 1, 2))
+	for _, chunk := range []int64{0, 1} {
+		lp, ent := s.LLMTokenLogProbs(logits, ids, 1, true, chunk)
+		a, e := s.Float32s(lp), s.Float32s(ent)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if a[0] != 0 || math.Abs(float64(a[1])-math.Log(0.75)) > 1e-6 || e[0] != 0 || math.Abs(float64(e[1])-0.5623351) > 1e-6 {
+			t.Fatalf("chunk %d: logp %v entropy %v", chunk, a, e)
+		}
+	}
+	// temperature 2 halves the logits: (0, ln3/2) -> p1 = √3/(1+√3)
+	lp, ent := s.LLMTokenLogProbs(logits, ids, 2, false, 0)
+	a := s.Float32s(lp)
+	if ent != nil || math.Abs(float64(a[1])-math.Log(math.Sqrt(3)/(1+math.Sqrt(3)))) > 1e-6 {
+		t.Fatalf("T=2: %v", a)
+	}
+}
+
+func TestLLMSample(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	// row 0 prefers id 2, row 1 id 0
+	logits := s.Own(From([]float32{0, 1, 3, 2, 1, 0}, 2, 3))
+	ids, lp := s.LLMSample(logits, 0, 0, 1, nil)
+	if got := s.Int64s(ids); got[0] != 2 || got[1] != 0 {
+		t.Fatalf("greedy %v", got)
+	}
+	// log-prob of id 2 in row 0: 3 - ln(1 + e + e^3)
+	want := 3 - math.Log(1+math.E+math.Exp(3))
+	if got := s.Float32s(lp); math.Abs(float64(got[0])-want) > 1e-6 {
+		t.Fatalf("greedy logp %v want %v", got[0], want)
+	}
+	g, err := NewGenerator(7, CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// top-k 1 always picks the argmax whatever the temperature
+	for range 20 {
+		ids, _ = s.LLMSample(logits, 5, 1, 1, g)
+		if got := s.Int64s(ids); got[0] != 2 || got[1] != 0 {
+			t.Fatalf("top-k 1 sampled %v", got)
+		}
+	}
+	// top-p 0.5: row 0 probs (0.042, 0.114, 0.844): only id 2 survives
+	for range 20 {
+		ids, _ = s.LLMSample(logits, 1, 0, 0.5, g)
+		if got := s.Int64s(ids); got[0] != 2 {
+			t.Fatalf("top-p sampled %v", got)
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSelectRowsInPlace(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	a := s.Own(From([]float32{1, 2, 3, 4, 5, 6}, 3, 2))
+	idx := s.Own(From([]int64{2, 0}))
+	if err := SelectRowsInPlace([]*Tensor{a, nil}, 0, idx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Float32s(a); len(got) != 4 || got[0] != 5 || got[3] != 2 {
+		t.Fatalf("%v", got)
+	}
+}
