@@ -220,3 +220,20 @@ func TestGeneratorStateRoundTrip(t *testing.T) {
 	require.NoError(t, gs.UnmarshalState(st))
 	assert.Equal(t, first, draw())
 }
+
+// Turn-level batches (several rows per episode) keep their episode ids for
+// GRPO's de-duplication; full-mode batches (one row per episode) drop them,
+// as upstream's batch then has none.
+func TestFromBatchEpisodeIDs(t *testing.T) {
+	b := &ragen.Batch{InputIDs: [][]int{{1, 2}, {1, 2}, {1, 2}}, AttentionMask: [][]int{{1, 1}, {1, 1}, {1, 1}},
+		PositionIDs: [][]int{{0, 1}, {0, 1}, {0, 1}}, LossMask: [][]int{{1}, {1}, {1}}, RMScores: [][]float32{{1}, {0}, {2}},
+		GroupIDs: []int{0, 0, 1}, EpisodeIDs: []int{0, 0, 1}}
+	r, err := fromBatch(b)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 0, 1}, r.episodeIDs)
+	b.EpisodeIDs = []int{0, 1, 2}
+	r, err = fromBatch(b)
+	require.NoError(t, err)
+	assert.Nil(t, r.episodeIDs)
+	assert.Equal(t, []float64{1, 0, 2}, r.scores.Data)
+}
