@@ -7,7 +7,8 @@ import (
 	"ragen/internal/torch"
 )
 
-// Options choose where and how a model lives.
+// Options choose where and how a model lives. Note that the zero Device is
+// CUDA device 0; use DefaultOptions or set Device: torch.CPU.
 type Options struct {
 	DType  torch.DType  // Float32 (default when zero is given through DefaultOptions) or BFloat16/Float16
 	Device torch.Device // torch.CPU or torch.CUDA(i)
@@ -119,6 +120,9 @@ func alloc(cfg Config, opt Options) (*Model, error) {
 		return nil, err
 	}
 	opt = opt.norm()
+	if opt.Device != torch.CPU && !torch.CUDAAvailable() {
+		return nil, fmt.Errorf("llm: device %s requested but this build has no usable CUDA (Options{Device: torch.CPU} for the CPU)", opt.Device)
+	}
 	m := &Model{cfg: cfg, opt: opt}
 	E, I, V := int64(cfg.HiddenSize), int64(cfg.IntermediateSize), int64(cfg.VocabSize)
 	Q, K := int64(m.q()), int64(m.kv())
