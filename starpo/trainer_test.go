@@ -525,3 +525,43 @@ func TestMalformedRolloutIsAnError(t *testing.T) {
 		})
 	}
 }
+
+// poisonLM returns NaN-laden log-probs once poisonAfter calls have been
+// made, so the update sees a non-finite gradient norm.
+type poisonLM struct {
+	*tinyLM
+	calls, poisonAfter int
+}
+
+func (p *poisonLM) TokenLogProbs(s *torch.Scope, ids, pos, attn *torch.Tensor, temp float64, withEntropy bool) (*torch.Tensor, *torch.Tensor) {
+	lp, h := p.tinyLM.TokenLogProbs(s, ids, pos, attn, temp, withEntropy)
+	p.calls++
+	if p.calls > p.poisonAfter {
+		lp = s.Add(lp, s.MulS(s.Sum(p.emb, false), math.NaN()))
+	}
+	return lp, h
+}
+
+// A non-finite gradient norm skips the optimizer step (veRL) and is logged.
+func TestNonFiniteGradNormSkipsStep(t *testing.T) {
+	m := newModels(13)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Algorithm.AdvEstimator = algo.EstGRPO
+	cfg.Trainer.TotalTrainingSteps = 1
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.Trainer.TestFreq = 0
+	actor := &poisonLM{tinyLM: m.actor, poisonAfter: 2} // 8 rows / log-prob micro 4 = 2 clean calls
+	before := snapshot(t, m.actor.Trainable())
+	log := &recLogger{}
+	tr, err := NewTrainer(cfg, Deps{Actor: actor, Rollout: banditProxy(t, 2, 4, 2).RolloutWith, Filter: filter.DefaultConfig(), Logger: log})
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.Fit(context.Background())
+	require.NoError(t, err)
+	require.Len(t, log.metrics, 1)
+	assert.True(t, math.IsNaN(log.metrics[0][MetricActorGradNorm]))
+	assert.Equal(t, 1.0, log.metrics[0][MetricGradNonFinite])
+	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
+	assert.Equal(t, int64(0), tr.actorOpt.StepCount())
+}
