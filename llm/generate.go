@@ -82,6 +82,9 @@ func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [
 	if L > m.cfg.MaxPositionEmbeddings {
 		return nil, fmt.Errorf("llm: generate: prompt %d + %d new tokens exceeds max_position_embeddings %d", P, opt.MaxNewTokens, m.cfg.MaxPositionEmbeddings)
 	}
+	if err := m.ensureRope(L); err != nil {
+		return nil, fmt.Errorf("llm: generate: rotary table: %w", err)
+	}
 	stop := map[int]bool{}
 	for _, id := range opt.StopIDs {
 		stop[id] = true

@@ -171,10 +171,31 @@ func alloc(cfg Config, opt Options) (*Model, error) {
 	return m, nil
 }
 
-// makeRope fills the rotary tables: angle(p, j) = p / theta^(2j/D).
-func (m *Model) makeRope() error {
+// initialRope bounds the rotary table built up front; longer sequences grow it.
+const initialRope = 4096
+
+func (m *Model) makeRope() error { return m.buildRope(min(m.cfg.MaxPositionEmbeddings, initialRope)) }
+
+// ensureRope grows the rotary tables to cover positions < n (at most
+// max_position_embeddings).
+func (m *Model) ensureRope(n int) error {
+	n = min(n, m.cfg.MaxPositionEmbeddings)
+	if m.cos != nil && m.cos.Valid() && int(m.cos.Size(0)) >= n {
+		return nil
+	}
+	old := [2]*torch.Tensor{m.cos, m.sin}
+	if err := m.buildRope(max(n, 2*int(m.cos.Size(0)))); err != nil {
+		return err
+	}
+	old[0].Free()
+	old[1].Free()
+	return nil
+}
+
+// buildRope fills the rotary tables for P positions: angle(p, j) = p / theta^(2j/D).
+func (m *Model) buildRope(P int) error {
+	P = min(P, m.cfg.MaxPositionEmbeddings)
 	D := m.cfg.HeadDimension()
-	P := m.cfg.MaxPositionEmbeddings
 	cs := make([]float32, P*D)
 	sn := make([]float32, P*D)
 	inv := make([]float64, D/2)
@@ -189,12 +210,17 @@ func (m *Model) makeRope() error {
 			sn[p*D+j], sn[p*D+j+D/2] = s, s
 		}
 	}
-	var err error
-	if m.cos, err = upload(cs, m.opt.Device, int64(P), int64(D)); err != nil {
+	c, err := upload(cs, m.opt.Device, int64(P), int64(D))
+	if err != nil {
 		return err
 	}
-	m.sin, err = upload(sn, m.opt.Device, int64(P), int64(D))
-	return err
+	sn2, err := upload(sn, m.opt.Device, int64(P), int64(D))
+	if err != nil {
+		c.Free()
+		return err
+	}
+	m.cos, m.sin = c, sn2
+	return nil
 }
 
 func upload[T torch.Elem](data []T, dev torch.Device, shape ...int64) (*torch.Tensor, error) {
@@ -437,6 +463,12 @@ func (m *Model) Hidden(s *torch.Scope, ids, positions, attn *torch.Tensor) *torc
 }
 
 func (m *Model) forward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
+	if ids != nil && ids.Valid() && ids.Dim() == 2 {
+		if err := m.ensureRope(int(ids.Size(1))); err != nil {
+			s.Fail(fmt.Errorf("llm: rotary table: %w", err))
+			return nil
+		}
+	}
 	kb := s.LLMKeyBias(attn)
 	if kb != nil && kb.Device() != m.opt.Device {
 		kb = s.To(kb, torch.Float32, m.opt.Device)

@@ -509,3 +509,52 @@ func TestGenerateErrors(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// FuzzParseConfig: no input panics ParseConfig or Validate, and a config
+// that parses and validates survives MarshalConfig/ParseConfig with the
+// same parameter count.
+func FuzzParseConfig(f *testing.F) {
+	b, _ := MarshalConfig(TinyConfig(300))
+	f.Add(b)
+	f.Add([]byte(`{"eos_token_id":[1,2],"vocab_size":3}`))
+	f.Add([]byte(`{"num_attention_heads":0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil || c.Validate() != nil {
+			return
+		}
+		out, err := MarshalConfig(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, err := ParseConfig(out)
+		if err != nil || c2.Validate() != nil || c2.ParamCount() != c.ParamCount() {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
+
+func TestRopeGrowth(t *testing.T) {
+	cfg := TinyConfig(300)
+	cfg.MaxPositionEmbeddings = 10000
+	m, err := New(cfg, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if n := m.cos.Size(0); n != initialRope {
+		t.Fatalf("initial table %d", n)
+	}
+	// a prompt longer than the initial table still decodes
+	long := make([]int, initialRope+10)
+	for i := range long {
+		long[i] = i % 300
+	}
+	res, err := m.Generate(context.Background(), nil, [][]int{long}, GenOptions{MaxNewTokens: 2, IgnoreEOS: true})
+	if err != nil || len(res[0].IDs) != 2 {
+		t.Fatalf("%v %v", res, err)
+	}
+	if n := m.cos.Size(0); n < int64(initialRope+12) || n > 10000 {
+		t.Fatalf("grown table %d", n)
+	}
+}
