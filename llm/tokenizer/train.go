@@ -204,7 +204,7 @@ func (t *bpeTrainer) setWords(words []trainWord) {
 	t.counts = map[uint64]int64{}
 	t.where = map[uint64][]int32{}
 	for w := range words {
-		t.addPairs(int32(w), nil)
+		t.addPairs(int32(w))
 	}
 	t.queue = pairHeap{toks: t.toks}
 	keys := make([]uint64, 0, len(t.counts))
@@ -218,30 +218,14 @@ func (t *bpeTrainer) setWords(words []trainWord) {
 	heap.Init(&t.queue)
 }
 
-// addPairs adds the pairs of word w to the counts and the index; touched,
-// if not nil, collects the pairs that are new to the word's index entry.
-func (t *bpeTrainer) addPairs(w int32, touched map[uint64]bool) {
+// addPairs adds the pairs of word w to the counts and the index.
+func (t *bpeTrainer) addPairs(w int32) {
 	wd := &t.words[w]
 	for i := 0; i+1 < len(wd.syms); i++ {
 		k := pairOf(wd.syms[i], wd.syms[i+1])
 		t.counts[k] += wd.count
 		if l := t.where[k]; len(l) == 0 || l[len(l)-1] != w {
 			t.where[k] = append(l, w)
-		}
-		if touched != nil {
-			touched[k] = true
-		}
-	}
-}
-
-func (t *bpeTrainer) subPairs(w int32) {
-	wd := &t.words[w]
-	for i := 0; i+1 < len(wd.syms); i++ {
-		k := pairOf(wd.syms[i], wd.syms[i+1])
-		if c := t.counts[k] - wd.count; c > 0 {
-			t.counts[k] = c
-		} else {
-			delete(t.counts, k)
 		}
 	}
 }
@@ -290,6 +274,7 @@ func (t *bpeTrainer) train(target int, minFreq int64) {
 			t.mergeWord(w, a, b, id, touched)
 		}
 		delete(t.where, top.pair)
+		delete(t.counts, top.pair)
 		// Push every pair the step created or raised (they all contain id),
 		// in a fixed order so that the heap layout is deterministic.
 		keys := make([]uint64, 0, len(touched))
@@ -308,32 +293,55 @@ func (t *bpeTrainer) train(target int, minFreq int64) {
 }
 
 // mergeWord replaces the non-overlapping occurrences of (a, b) in word w,
-// left to right, with id and updates the pair counts and index.
+// left to right, with id, and updates the counts of the neighbouring pairs
+// as Hugging Face's Word::merge does: for an occurrence between L and R,
+// (L,a) and (b,R) lose the word's count and (L,id) and (id,R) gain it, where
+// L is already the merged left part. The pair (a, b) itself is dropped by
+// the caller once every word is done.
 func (t *bpeTrainer) mergeWord(w int32, a, b, id int32, touched map[uint64]bool) {
 	wd := &t.words[w]
-	found := false
-	for i := 0; i+1 < len(wd.syms); i++ {
-		if wd.syms[i] == a && wd.syms[i+1] == b {
-			found = true
-			break
-		}
-	}
-	if !found { // stale index entry
-		return
-	}
-	t.subPairs(w)
-	out := wd.syms[:0]
-	for i := 0; i < len(wd.syms); {
-		if i+1 < len(wd.syms) && wd.syms[i] == a && wd.syms[i+1] == b {
-			out = append(out, id)
-			i += 2
+	syms, c := wd.syms, wd.count
+	key := pairOf(a, b)
+	out := syms[:0] // written behind the read position
+	for i := 0; i < len(syms); {
+		if i+1 >= len(syms) || syms[i] != a || syms[i+1] != b {
+			out = append(out, syms[i])
+			i++
 			continue
 		}
-		out = append(out, wd.syms[i])
-		i++
+		if len(out) > 0 {
+			l := out[len(out)-1]
+			t.addCount(pairOf(l, a), -c, key, w, nil)
+			t.addCount(pairOf(l, id), c, key, w, touched)
+		}
+		if i+2 < len(syms) {
+			r := syms[i+2]
+			t.addCount(pairOf(b, r), -c, key, w, nil)
+			t.addCount(pairOf(id, r), c, key, w, touched)
+		}
+		out = append(out, id)
+		i += 2
 	}
 	wd.syms = out
-	t.addPairs(w, touched)
+}
+
+// addCount adds delta to the count of pair k (never the pair being merged)
+// and, for a gain, records word w in the index and k in touched.
+func (t *bpeTrainer) addCount(k uint64, delta int64, merging uint64, w int32, touched map[uint64]bool) {
+	if k == merging {
+		return
+	}
+	if n := t.counts[k] + delta; n > 0 {
+		t.counts[k] = n
+	} else {
+		delete(t.counts, k)
+	}
+	if delta > 0 {
+		if l := t.where[k]; len(l) == 0 || l[len(l)-1] != w {
+			t.where[k] = append(l, w)
+		}
+		touched[k] = true
+	}
 }
 
 // byteLevel maps raw bytes to their byte-level (tokenizer.json) form.

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -349,6 +351,120 @@ func TestTrainSpecialCollision(t *testing.T) {
 	tr.train(1000, 1)
 	if want := [][2]int32{{'c', 'd'}}; !reflect.DeepEqual(tr.merges, want) {
 		t.Errorf("merges %v, want %v (no merge into the special \"ab\")", tr.merges, want)
+	}
+}
+
+// naiveTrain is the textbook trainer: recount every pair of every word
+// before each merge. It is the reference for the incremental trainer.
+func naiveTrain(words []trainWord, specials []string, target int, minFreq int64) (toks []string, merges [][2]string) {
+	type pair [2]string
+	ws := make([][]string, len(words))
+	for i, w := range words {
+		for _, b := range w.syms {
+			ws[i] = append(ws[i], string([]byte{byte(b)}))
+		}
+	}
+	vocab := map[string]bool{}
+	for b := 0; b < 256; b++ {
+		vocab[string([]byte{byte(b)})] = true
+	}
+	size := 256
+	done := map[pair]bool{}
+	for size < target {
+		counts := map[pair]int64{}
+		for i, w := range ws {
+			for j := 0; j+1 < len(w); j++ {
+				counts[pair{w[j], w[j+1]}] += words[i].count
+			}
+		}
+		var best pair
+		var bestN int64
+		for p, n := range counts {
+			if slices.Contains(specials, byteLevel(p[0]+p[1])) {
+				continue
+			}
+			if n > bestN || n == bestN && (p[0] < best[0] || p[0] == best[0] && p[1] < best[1]) {
+				best, bestN = p, n
+			}
+		}
+		if bestN == 0 || bestN < minFreq {
+			break
+		}
+		tok := best[0] + best[1]
+		if !vocab[tok] {
+			vocab[tok] = true
+			toks = append(toks, tok)
+			size++
+		}
+		if !done[best] {
+			done[best] = true
+			merges = append(merges, best)
+		}
+		for i, w := range ws {
+			var out []string
+			for j := 0; j < len(w); j++ {
+				if j+1 < len(w) && w[j] == best[0] && w[j+1] == best[1] {
+					out = append(out, tok)
+					j++
+				} else {
+					out = append(out, w[j])
+				}
+			}
+			ws[i] = out
+		}
+	}
+	return toks, merges
+}
+
+// TestTrainNaive: the incremental trainer learns exactly the tokens and
+// merges of the recount-everything reference on random corpora.
+func TestTrainNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	alphabet := []string{"a", "b", "c", "aa", "ab", " ", " ", "\n", "é", "1", "!", "<|im_end|>", "ba"}
+	for trial := range 60 {
+		corpus := make([]string, 1+r.IntN(12))
+		for i := range corpus {
+			var sb strings.Builder
+			for n := r.IntN(40); n > 0; n-- {
+				sb.WriteString(alphabet[r.IntN(len(alphabet))])
+			}
+			corpus[i] = sb.String()
+		}
+		if trial == 0 {
+			corpus = sokobanCorpus(5, 10)
+		}
+		specials := DefaultTrainSpecials
+		if trial%5 == 4 {
+			specials = append([]string{"ab", "b!"}, specials...) // pairs that would make them are never merged
+		}
+		target := 256 + r.IntN(150)
+		minFreq := int64(1 + r.IntN(3))
+		words := countWords(corpus, specials)
+		wantToks, wantMerges := naiveTrain(words, specials, target, minFreq)
+
+		tr := newBPETrainer(countWords(corpus, specials), specials)
+		tr.train(target, minFreq)
+		gotToks := tr.toks[256:]
+		var gotMerges [][2]string
+		for _, m := range tr.merges {
+			gotMerges = append(gotMerges, [2]string{tr.toks[m[0]], tr.toks[m[1]]})
+		}
+		if !reflect.DeepEqual(gotToks, wantToks) && len(gotToks)+len(wantToks) > 0 {
+			t.Fatalf("trial %d %q: tokens\n%q\nreference\n%q", trial, corpus, gotToks, wantToks)
+		}
+		if !reflect.DeepEqual(gotMerges, wantMerges) && len(gotMerges)+len(wantMerges) > 0 {
+			t.Fatalf("trial %d %q: merges\n%q\nreference\n%q", trial, corpus, gotMerges, wantMerges)
+		}
+		// The pair counts the trainer keeps are exact at the end.
+		want := map[uint64]int64{}
+		for _, w := range tr.words {
+			for j := 0; j+1 < len(w.syms); j++ {
+				want[pairOf(w.syms[j], w.syms[j+1])] += w.count
+			}
+		}
+		if !maps.Equal(tr.counts, want) {
+			t.Fatalf("trial %d: pair counts %v, recount %v", trial, tr.counts, want)
+		}
 	}
 }
 
