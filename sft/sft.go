@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"ragen/env"
@@ -162,10 +163,18 @@ func (t *Trainer) Step(ctx context.Context) (map[string]float64, error) {
 	t.step++
 	m := map[string]float64{MetricLoss: loss, MetricLR: lr, MetricGradNorm: gn, MetricTokens: float64(ntok),
 		MetricStepTime: time.Since(start).Seconds()}
+	// demonstration success: the mean of the per-tag "<tag>/success"
+	// (not the "<tag>/non-zero/success" variants)
+	var sum float64
+	n := 0
 	for k, v := range b.Metrics {
-		if len(k) > 8 && k[len(k)-8:] == "/success" {
-			m[MetricSuccess] = v
+		if strings.HasSuffix(k, "/success") && strings.Count(k, "/") == 1 {
+			sum += v
+			n++
 		}
+	}
+	if n > 0 {
+		m[MetricSuccess] = sum / float64(n)
 	}
 	return m, nil
 }
