@@ -12,11 +12,14 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <ATen/core/Tensor.h>
 #include <ATen/core/Generator.h>
+#include <ATen/Parallel.h>
+#include <immintrin.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
 #include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/linear.h>
@@ -123,6 +126,222 @@ at::Tensor add_lora(at::Tensor y, const at::Tensor& x, const LoRA& lo, int li, i
   return y.add(at::cat(parts, -1));
 }
 
+// ---- decode kernels (fp32, CPU, inference only) ----
+//
+// At decode time every projection multiplies a handful of rows by a large
+// weight matrix. OpenBLAS packs (copies) the whole weight on every call,
+// which costs as much as the multiply; skinny_linear reads each weight row
+// once and keeps the few input rows in L1. decode_attention does one query
+// step of attention over the KV cache in a single pass (scores, softmax,
+// weighted sum) instead of two batched GEMMs that each pack the cache.
+
+bool cpu_has_avx2() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_hadd_ps(lo, lo);
+  lo = _mm_hadd_ps(lo, lo);
+  return _mm_cvtss_f32(lo);
+}
+
+// y[m,n] = b[n] + sum_k x[m,k] w[n,k] for n in [n0,n1); x (M,K), w (N,K), y (M,N) row-major.
+__attribute__((target("avx2,fma"))) void skinny_rows(const float* x, int64_t M, int64_t K, const float* w,
+                                                     const float* b, float* y, int64_t N, int64_t n0, int64_t n1) {
+  const int64_t K8 = K & ~int64_t(7);
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const float* w0 = w + n * K;
+    const float* w1 = w0 + K;
+    const float* w2 = w1 + K;
+    const float* w3 = w2 + K;
+    int64_t m = 0;
+    for (; m + 2 <= M; m += 2) {
+      const float* x0 = x + m * K;
+      const float* x1 = x0 + K;
+      __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+      for (int64_t k = 0; k < K8; k += 8) {
+        __m256 u = _mm256_loadu_ps(x0 + k), v = _mm256_loadu_ps(x1 + k);
+        __m256 c = _mm256_loadu_ps(w0 + k);
+        a00 = _mm256_fmadd_ps(u, c, a00);
+        a10 = _mm256_fmadd_ps(v, c, a10);
+        c = _mm256_loadu_ps(w1 + k);
+        a01 = _mm256_fmadd_ps(u, c, a01);
+        a11 = _mm256_fmadd_ps(v, c, a11);
+        c = _mm256_loadu_ps(w2 + k);
+        a02 = _mm256_fmadd_ps(u, c, a02);
+        a12 = _mm256_fmadd_ps(v, c, a12);
+        c = _mm256_loadu_ps(w3 + k);
+        a03 = _mm256_fmadd_ps(u, c, a03);
+        a13 = _mm256_fmadd_ps(v, c, a13);
+      }
+      float r[8] = {hsum(a00), hsum(a01), hsum(a02), hsum(a03), hsum(a10), hsum(a11), hsum(a12), hsum(a13)};
+      for (int64_t k = K8; k < K; k++) {
+        r[0] += x0[k] * w0[k]; r[1] += x0[k] * w1[k]; r[2] += x0[k] * w2[k]; r[3] += x0[k] * w3[k];
+        r[4] += x1[k] * w0[k]; r[5] += x1[k] * w1[k]; r[6] += x1[k] * w2[k]; r[7] += x1[k] * w3[k];
+      }
+      for (int j = 0; j < 4; j++) {
+        float bj = b ? b[n + j] : 0.f;
+        y[m * N + n + j] = r[j] + bj;
+        y[(m + 1) * N + n + j] = r[4 + j] + bj;
+      }
+    }
+    for (; m < M; m++) {
+      const float* x0 = x + m * K;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      for (int64_t k = 0; k < K8; k += 8) {
+        __m256 u = _mm256_loadu_ps(x0 + k);
+        a0 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w0 + k), a0);
+        a1 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w1 + k), a1);
+        a2 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w2 + k), a2);
+        a3 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w3 + k), a3);
+      }
+      float r[4] = {hsum(a0), hsum(a1), hsum(a2), hsum(a3)};
+      for (int64_t k = K8; k < K; k++) {
+        r[0] += x0[k] * w0[k]; r[1] += x0[k] * w1[k]; r[2] += x0[k] * w2[k]; r[3] += x0[k] * w3[k];
+      }
+      for (int j = 0; j < 4; j++) y[m * N + n + j] = r[j] + (b ? b[n + j] : 0.f);
+    }
+  }
+  for (; n < n1; n++) {
+    const float* w0 = w + n * K;
+    for (int64_t m = 0; m < M; m++) {
+      const float* x0 = x + m * K;
+      __m256 a0 = _mm256_setzero_ps();
+      for (int64_t k = 0; k < K8; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k), _mm256_loadu_ps(w0 + k), a0);
+      float r = hsum(a0);
+      for (int64_t k = K8; k < K; k++) r += x0[k] * w0[k];
+      y[m * N + n] = r + (b ? b[n] : 0.f);
+    }
+  }
+}
+
+constexpr int64_t kSkinnyMaxRows = 16;
+
+bool skinny_ok(const at::Tensor& x, const at::Tensor& w) {
+  return cpu_has_avx2() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat &&
+         w.scalar_type() == at::kFloat && w.dim() == 2 && w.is_contiguous() && x.size(-1) == w.size(1) &&
+         x.numel() / std::max<int64_t>(x.size(-1), 1) <= kSkinnyMaxRows && !c10::GradMode::is_enabled();
+}
+
+// linear for the decode path: skinny kernel when it applies, else at::linear.
+at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  if (!skinny_ok(x, w) || (b.defined() && (b.scalar_type() != at::kFloat || !b.is_contiguous()))) {
+    return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+  }
+  const int64_t K = w.size(1), N = w.size(0);
+  at::Tensor xc = x.contiguous();
+  const int64_t M = xc.numel() / K;
+  std::vector<int64_t> sh = x.sizes().vec();
+  sh.back() = N;
+  at::Tensor y = at::empty(sh, x.options());
+  const float* xp = xc.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  float* yp = y.data_ptr<float>();
+  // blocks of 64 output features keep a 4-row W tile's neighbours in one thread
+  at::parallel_for(0, (N + 63) / 64, 1, [&](int64_t lo, int64_t hi) {
+    skinny_rows(xp, M, K, wp, bp, yp, N, lo * 64, std::min(N, hi * 64));
+  });
+  return y;
+}
+
+// exp for x <= 0 (softmax after subtracting the max), Cephes-style polynomial.
+__attribute__((target("avx2,fma"))) inline __m256 exp256(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
+  fx = _mm256_floor_ps(fx);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 z = _mm256_mul_ps(x, x);
+  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
+  y = _mm256_fmadd_ps(y, z, x);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+// One decode step of attention for query heads [h0,h1) of batch row b.
+// q: (B,H,D) contiguous; K,V caches (B,KV,Lmax,D) contiguous; bias row (Lk).
+__attribute__((target("avx2,fma"))) void attend_rows(const float* q, const float* kc, const float* vc,
+                                                     const float* bias, float* out, int64_t H, int64_t KV,
+                                                     int64_t Lmax, int64_t Lk, int64_t D, float scale,
+                                                     int64_t b, int64_t h, float* sc) {
+  const int64_t G = H / KV, kv = h / G;
+  const float* qv = q + (b * H + h) * D;
+  const float* K = kc + (b * KV + kv) * Lmax * D;
+  const float* V = vc + (b * KV + kv) * Lmax * D;
+  const int64_t D8 = D & ~int64_t(7);
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t l = 0; l < Lk; l++) {
+    const float* kr = K + l * D;
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t d = 0; d < D8; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(qv + d), _mm256_loadu_ps(kr + d), a);
+    float s = hsum(a);
+    for (int64_t d = D8; d < D; d++) s += qv[d] * kr[d];
+    s = s * scale + bias[l];
+    s = std::max(s, std::numeric_limits<float>::lowest());
+    sc[l] = s;
+    mx = std::max(mx, s);
+  }
+  const int64_t L8 = Lk & ~int64_t(7);
+  __m256 vm = _mm256_set1_ps(mx), vs = _mm256_setzero_ps();
+  for (int64_t l = 0; l < L8; l += 8) {
+    __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(sc + l), vm));
+    _mm256_storeu_ps(sc + l, e);
+    vs = _mm256_add_ps(vs, e);
+  }
+  float sum = hsum(vs);
+  for (int64_t l = L8; l < Lk; l++) {
+    sc[l] = std::exp(sc[l] - mx);
+    sum += sc[l];
+  }
+  const float inv = 1.f / sum;
+  float* o = out + (b * H + h) * D;
+  for (int64_t d = 0; d < D; d++) o[d] = 0.f;
+  for (int64_t l = 0; l < Lk; l++) {
+    const float p = sc[l] * inv;
+    const float* vr = V + l * D;
+    __m256 pv = _mm256_set1_ps(p);
+    for (int64_t d = 0; d < D8; d += 8)
+      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pv, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
+    for (int64_t d = D8; d < D; d++) o[d] += p * vr[d];
+  }
+}
+
+// q (B,H,1,D) any layout; caches contiguous (B,KV,Lmax,D); kbias (B, >=Lk) float.
+// Returns (B,H,1,D).
+at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& kbias,
+                            int64_t Lk, double scale) {
+  const int64_t B = q.size(0), H = q.size(1), D = q.size(3), KV = kc.size(1), Lmax = kc.size(2);
+  at::Tensor qc = q.contiguous();
+  at::Tensor bc = kbias.narrow(1, 0, Lk).contiguous();
+  at::Tensor out = at::empty({B, H, 1, D}, q.options());
+  const float *qp = qc.data_ptr<float>(), *kp = kc.data_ptr<float>(), *vp = vc.data_ptr<float>(),
+              *bp = bc.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  at::parallel_for(0, B * H, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> sc((size_t)Lk);
+    for (int64_t i = lo; i < hi; i++)
+      attend_rows(qp, kp, vp, bp + (i / H) * Lk, op, H, KV, Lmax, Lk, D, (float)scale, i / H, i % H, sc.data());
+  });
+  return out;
+}
+
+bool decode_attention_ok(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& kb) {
+  return cpu_has_avx2() && q.device().is_cpu() && q.scalar_type() == at::kFloat && kc.scalar_type() == at::kFloat &&
+         vc.scalar_type() == at::kFloat && kb.scalar_type() == at::kFloat && kc.is_contiguous() && vc.is_contiguous() &&
+         q.size(2) == 1 && !c10::GradMode::is_enabled();
+}
+
 }  // namespace
 
 // tt_get_num_threads applies the process-wide thread count on this OS thread.
@@ -188,43 +407,52 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
     const at::Tensor &ln1 = lw[0]->t, &wqkv = lw[1]->t, &bqkv = lw[2]->t, &wo = lw[3]->t, &ln2 = lw[4]->t,
                      &wgu = lw[5]->t, &wd = lw[6]->t;
     at::Tensor h = rms_norm(x, ln1, eps);
-    at::Tensor qkv = add_lora(at::linear(h, wqkv, bqkv), h, lo, li, 0, {qw, kw, kw});
+    at::Tensor qkv = add_lora(dec_linear(h, wqkv, bqkv), h, lo, li, 0, {qw, kw, kw});
     // rotary embedding of q and k in one pass: (B,H+KV,T,D)
     at::Tensor qk = qkv.narrow(-1, 0, qw + kw).view({B, T, H + KV, D}).transpose(1, 2);
     qk = qk.mul(cs).add(rotate_half(qk).mul(sn));
     at::Tensor q = qk.narrow(1, 0, H);
     at::Tensor k = qk.narrow(1, H, KV);
     at::Tensor v = qkv.narrow(-1, qw + kw, kw).view({B, T, KV, D}).transpose(1, 2);
-    if (kv) {
+    at::Tensor a;
+    if (kv && T == 1 && decode_attention_ok(q, kv[2 * li]->t, kv[2 * li + 1]->t, kbias->t)) {
       at::Tensor& kc = kv[2 * li]->t;
       at::Tensor& vc = kv[2 * li + 1]->t;
-      kc.narrow(2, cache_pos, T).copy_(k);
-      vc.narrow(2, cache_pos, T).copy_(v);
-      k = kc.narrow(2, 0, Lk);
-      v = vc.narrow(2, 0, Lk);
+      kc.narrow(2, cache_pos, 1).copy_(k);
+      vc.narrow(2, cache_pos, 1).copy_(v);
+      a = decode_attention(q, kc, vc, kbias->t, Lk, scale).view({B, H, D}).reshape({B, 1, H * D});
+    } else {
+      if (kv) {
+        at::Tensor& kc = kv[2 * li]->t;
+        at::Tensor& vc = kv[2 * li + 1]->t;
+        kc.narrow(2, cache_pos, T).copy_(k);
+        vc.narrow(2, cache_pos, T).copy_(v);
+        k = kc.narrow(2, 0, Lk);
+        v = vc.narrow(2, 0, Lk);
+      }
+      // grouped-query attention without copying K/V: query heads of one KV
+      // group are stacked along the time axis.
+      at::Tensor qg = q.reshape({B, KV, G * T, D});
+      at::Tensor s = at::matmul(qg, k.transpose(2, 3)).mul(scale).view({B, KV, G, T, Lk});
+      s = no_grad ? s.add_(bias) : s.add(bias);
+      s = s.softmax(-1, at::kFloat).to(dt).view({B, KV, G * T, Lk});
+      a = at::matmul(s, v).view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
     }
-    // grouped-query attention without copying K/V: query heads of one KV
-    // group are stacked along the time axis.
-    at::Tensor qg = q.reshape({B, KV, G * T, D});
-    at::Tensor s = at::matmul(qg, k.transpose(2, 3)).mul(scale).view({B, KV, G, T, Lk});
-    s = no_grad ? s.add_(bias) : s.add(bias);
-    s = s.softmax(-1, at::kFloat).to(dt).view({B, KV, G * T, Lk});
-    at::Tensor a = at::matmul(s, v).view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
-    at::Tensor o = at::linear(a, wo);
+    at::Tensor o = dec_linear(a, wo, at::Tensor());
     if (lo.on(li, 3)) o = o.add(lo.delta(li, 3, a));
     x = no_grad ? x.add_(o) : x.add(o);
     h = rms_norm(x, ln2, eps);
     const int64_t I2 = wgu.size(0) / 2;
-    at::Tensor gu = add_lora(at::linear(h, wgu), h, lo, li, 4, {I2, I2});
+    at::Tensor gu = add_lora(dec_linear(h, wgu, at::Tensor()), h, lo, li, 4, {I2, I2});
     at::Tensor act = at::silu(gu.narrow(-1, 0, I2)).mul(gu.narrow(-1, I2, I2));
-    at::Tensor d = at::linear(act, wd);
+    at::Tensor d = dec_linear(act, wd, at::Tensor());
     if (lo.on(li, 6)) d = d.add(lo.delta(li, 6, act));
     x = no_grad ? x.add_(d) : x.add(d);
   }
   if (last_only) x = x.narrow(1, T - 1, 1);
   x = rms_norm(x, w[1 + 7 * n_layers]->t, eps);
   tt_tensor head = w[2 + 7 * n_layers];
-  if (head) x = at::linear(x, head->t);
+  if (head) x = dec_linear(x, head->t, at::Tensor());
   *out = wrap(std::move(x));
   LLM_CATCH
 }
