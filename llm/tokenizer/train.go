@@ -42,7 +42,10 @@ type TrainOptions struct {
 // counted as words of bytes, exactly as [HF.Encode] pre-tokenizes. Starting
 // from the 256 byte symbols, the most frequent adjacent pair (counted over
 // all words, weighted by word counts) is merged repeatedly; ties go to the
-// pair whose left token's bytes sort first, then the right token's. A
+// pair Hugging Face's trainer would pick: the smallest (left, right) pair of
+// its ids, which number the byte-level characters in code-point order
+// ("!" first, "Ġ" for the space near the end) and then the merged tokens in
+// the order they were learned. A
 // merge whose result already is a token (the same bytes reached by another
 // split) reuses that token's id, as Hugging Face does. Training stops at
 // opt.VocabSize ids or when the best pair occurs fewer than
@@ -206,7 +209,7 @@ func (t *bpeTrainer) setWords(words []trainWord) {
 	for w := range words {
 		t.addPairs(int32(w))
 	}
-	t.queue = pairHeap{toks: t.toks}
+	t.queue = pairHeap{}
 	keys := make([]uint64, 0, len(t.counts))
 	for k := range t.counts {
 		keys = append(keys, k)
@@ -258,7 +261,6 @@ func (t *bpeTrainer) train(target int, minFreq int64) {
 			id = int32(len(t.toks))
 			t.toks = append(t.toks, raw)
 			t.tokID[raw] = id
-			t.queue.toks = t.toks
 		}
 		if !t.merged[top.pair] {
 			t.merged[top.pair] = true
@@ -360,12 +362,43 @@ type pairCount struct {
 	count int64
 }
 
-// pairHeap orders pairs by count, highest first, then by the left token's
-// bytes and then the right token's, smallest first.
+// pairHeap orders pairs by count, highest first, then by the ids Hugging
+// Face's trainer would give their tokens, smallest first (see pairRank).
 type pairHeap struct {
 	items []pairCount
-	toks  []string
 }
+
+// pairRank is the tie-break key of a pair: Hugging Face's BpeTrainer
+// compares the (left, right) id pairs, where its ids number the byte-level
+// characters in code-point order and then the merges in order. Our merged
+// ids (256 + creation order) sort the same way; bytes take their
+// character's place in that order.
+func pairRank(k uint64) uint64 {
+	a, b := unpair(k)
+	return uint64(hfRank(a))<<32 | uint64(hfRank(b))
+}
+
+func hfRank(id int32) int32 {
+	if id < 256 {
+		return byteRank[id]
+	}
+	return id
+}
+
+// byteRank is the position of each byte's byte-level character in
+// code-point order.
+var byteRank = func() [256]int32 {
+	var bs [256]int
+	for i := range bs {
+		bs[i] = i
+	}
+	sort.Slice(bs[:], func(i, j int) bool { return byteToRune[bs[i]] < byteToRune[bs[j]] })
+	var r [256]int32
+	for i, b := range bs {
+		r[b] = int32(i)
+	}
+	return r
+}()
 
 func (h *pairHeap) Len() int { return len(h.items) }
 func (h *pairHeap) Less(i, j int) bool {
@@ -373,12 +406,7 @@ func (h *pairHeap) Less(i, j int) bool {
 	if x.count != y.count {
 		return x.count > y.count
 	}
-	xa, xb := unpair(x.pair)
-	ya, yb := unpair(y.pair)
-	if c := strings.Compare(h.toks[xa], h.toks[ya]); c != 0 {
-		return c < 0
-	}
-	return h.toks[xb] < h.toks[yb]
+	return pairRank(x.pair) < pairRank(y.pair)
 }
 func (h *pairHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
 func (h *pairHeap) Push(x any)    { h.items = append(h.items, x.(pairCount)) }

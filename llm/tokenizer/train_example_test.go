@@ -48,7 +48,7 @@ func ExampleTrainBPE() {
 	}
 	fmt.Println(loaded.Encode("Push the box.<|im_end|>"), loaded.EOSIDs(), loaded.PadID())
 	// Output:
-	// 300 [80 274 104 266 296 46 299] [P us h Ġthe Ġbox . <|im_end|>]
+	// 300 [279 104 270 269 292 46 299] [Pus h Ġthe Ġb ox . <|im_end|>]
 	// 72 ids instead of 141
-	// [80 274 104 266 296 46 299] [299] 297
+	// [279 104 270 269 292 46 299] [299] 297
 }

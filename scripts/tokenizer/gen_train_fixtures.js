@@ -10,6 +10,10 @@
 //     llm/tokenizer/testdata/train
 // Reads DIR/tokenizer.json and DIR/texts.json (a list of strings); writes
 // DIR/hf_ids.json: one id list per text, in order, with add_special_tokens true.
+// Then trains the Rust BpeTrainer (the BPE model's default one: no size
+// limit in reach, min_frequency 0, no special tokens) on the lines of
+// DIR/hf_train_corpus.txt with the normalizer and pre-tokenizer of
+// tokenizer.json, and writes its merges to DIR/hf_train_merges.json.
 'use strict';
 const fs = require('fs');
 const { Tokenizer } = require('@anush008/tokenizers');
@@ -30,4 +34,16 @@ const texts = JSON.parse(fs.readFileSync(dir + '/texts.json', 'utf8'));
   }
   fs.writeFileSync(dir + '/hf_ids.json', '[\n' + out.map((r) => JSON.stringify(r)).join(',\n') + '\n]\n');
   console.log(`${out.length} texts -> ${dir}/hf_ids.json`);
+
+  const j = JSON.parse(fs.readFileSync(dir + '/tokenizer.json', 'utf8'));
+  j.added_tokens = [];
+  j.model.vocab = {};
+  j.model.merges = [];
+  const trainer = Tokenizer.fromString(JSON.stringify(j));
+  trainer.train([dir + '/hf_train_corpus.txt']); // lines with their endings
+  const tmp = require('os').tmpdir() + '/hf_trained_tokenizer.json';
+  trainer.save(tmp, false);
+  const merges = JSON.parse(fs.readFileSync(tmp, 'utf8')).model.merges.map((m) => (typeof m === 'string' ? m.split(' ') : m));
+  fs.writeFileSync(dir + '/hf_train_merges.json', '[\n' + merges.map((m) => JSON.stringify(m)).join(',\n') + '\n]\n');
+  console.log(`${merges.length} merges -> ${dir}/hf_train_merges.json`);
 })();
