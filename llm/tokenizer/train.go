@@ -45,11 +45,11 @@ type TrainOptions struct {
 // pair Hugging Face's trainer would pick: the smallest (left, right) pair of
 // its ids, which number the byte-level characters in code-point order
 // ("!" first, "Ġ" for the space near the end) and then the merged tokens in
-// the order they were learned. A
-// merge whose result already is a token (the same bytes reached by another
-// split) reuses that token's id, as Hugging Face does. Training stops at
-// opt.VocabSize ids or when the best pair occurs fewer than
-// opt.MinFrequency times.
+// the order they were learned. On a corpus without special tokens the
+// merges equal those of the Rust BpeTrainer. A merge whose result already
+// is a token (the same bytes reached by another split) reuses that token's
+// id, as Hugging Face does. Training stops at opt.VocabSize ids or when the
+// best pair occurs fewer than opt.MinFrequency times.
 //
 // Ids: 0-255 are the bytes in byte order, then the merged tokens in the
 // order they were learned, then the special tokens. The tokenizer is built
@@ -177,7 +177,7 @@ type bpeTrainer struct {
 	merged  map[uint64]bool // pairs already in merges
 	banned  map[uint64]bool // pairs whose result would be a special token's string
 	stamp   []int32         // per word: last merge step that visited it
-	special map[string]bool // specials in byte-level (vocab) form
+	special map[string]bool // special token contents, compared with byte-level token strings
 }
 
 func newBPETrainer(words []trainWord, specials []string) *bpeTrainer {
