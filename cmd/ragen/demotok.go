@@ -49,7 +49,10 @@ func trainDemoTokenizer(ctx context.Context, t *config.Tree, size int) (tokenize
 			corpus = append(corpus, text)
 		}
 	}
-	tok, err := tokenizer.TrainBPE(corpus, tokenizer.TrainOptions{VocabSize: size, MinFrequency: 2})
+	// the response tags are whole tokens, so that a prompt ending in the forced
+	// "<think>" prefix is tokenized as the same text is in training
+	tok, err := tokenizer.TrainBPE(corpus, tokenizer.TrainOptions{VocabSize: size, MinFrequency: 2,
+		Added: []string{"<think>", "</think>", "<answer>", "</answer>"}})
 	if err != nil {
 		return nil, err
 	}

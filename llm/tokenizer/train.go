@@ -32,6 +32,12 @@ type TrainOptions struct {
 	// <|endoftext|> (pad), <|im_start|> and <|im_end|> (EOS), which the
 	// Qwen2.5 chat format needs.
 	Specials []string
+	// Added are ordinary added tokens (special=false, as Qwen3's <think>):
+	// matched whole in text before pre-tokenization, never split or learned
+	// from, and kept by DecodeSkipSpecial. Their ids follow the specials.
+	// Marking the tags a prompt ends with (e.g. "<think>") keeps the tokens
+	// of a forced generation prefix identical to those of training text.
+	Added []string
 }
 
 // TrainBPE learns a byte-level BPE tokenizer from corpus, as Hugging Face's
@@ -64,9 +70,11 @@ func TrainBPE(corpus []string, opt TrainOptions) (*HF, error) {
 	if err != nil {
 		return nil, err
 	}
-	words := countWords(corpus, specials)
-	t := newBPETrainer(words, specials)
-	t.train(opt.VocabSize-len(specials), int64(max(opt.MinFrequency, 1)))
+	atomic := append(append([]string(nil), specials...), opt.Added...)
+	words := countWords(corpus, atomic)
+	t := newBPETrainer(words, atomic)
+	t.nSpecial = len(specials)
+	t.train(opt.VocabSize-len(atomic), int64(max(opt.MinFrequency, 1)))
 	tj, tc := t.files()
 	h, err := ParseHF(tj, tc, nil)
 	if err != nil {
@@ -98,13 +106,28 @@ func (opt TrainOptions) validate() ([]string, error) {
 		}
 		seen[s] = true
 	}
+	for i, s := range opt.Added {
+		switch {
+		case s == "":
+			errs = append(errs, fmt.Errorf("Added[%d] is empty", i))
+		case !utf8.ValidString(s):
+			errs = append(errs, fmt.Errorf("Added[%d] %q is not valid UTF-8", i, s))
+		case seen[s]:
+			errs = append(errs, fmt.Errorf("Added[%d] %q is repeated or also a special token", i, s))
+		case utf8.RuneCountInString(s) == 1:
+			if _, isByte := runeToByte[[]rune(s)[0]]; isByte {
+				errs = append(errs, fmt.Errorf("Added[%d] %q is also a byte token of the vocab", i, s))
+			}
+		}
+		seen[s] = true
+	}
 	for _, need := range DefaultTrainSpecials {
 		if !seen[need] {
 			errs = append(errs, fmt.Errorf("Specials lacks %q (the Qwen2.5 chat format needs it)", need))
 		}
 	}
-	if opt.VocabSize < 256+len(specials) {
-		errs = append(errs, fmt.Errorf("VocabSize %d is below 256 byte tokens + %d specials", opt.VocabSize, len(specials)))
+	if opt.VocabSize < 256+len(specials)+len(opt.Added) {
+		errs = append(errs, fmt.Errorf("VocabSize %d is below 256 byte tokens + %d specials + %d added tokens", opt.VocabSize, len(specials), len(opt.Added)))
 	}
 	if opt.MinFrequency < 0 {
 		errs = append(errs, fmt.Errorf("MinFrequency %d is negative", opt.MinFrequency))
@@ -164,7 +187,8 @@ func unpair(k uint64) (a, b int32) { return int32(uint32(k >> 32)), int32(uint32
 // candidate pairs whose entries are checked against the counts when popped.
 type bpeTrainer struct {
 	words    []trainWord
-	specials []string
+	specials []string // special tokens, then ordinary added tokens
+	nSpecial int      // how many of specials are special (the rest are added, special=false)
 
 	toks   []string         // raw bytes of each id (bytes, then merges)
 	tokID  map[string]int32 // raw bytes -> id
@@ -183,6 +207,7 @@ type bpeTrainer struct {
 func newBPETrainer(words []trainWord, specials []string) *bpeTrainer {
 	t := &bpeTrainer{
 		specials: specials,
+		nSpecial: len(specials),
 		tokID:    make(map[string]int32, 4096),
 		merged:   map[uint64]bool{},
 		banned:   map[uint64]bool{},
@@ -431,6 +456,14 @@ func jsonStr(s string) string {
 
 const byteLevelJSON = `{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}`
 
+// specialFlag is the JSON "special" value of atomic token i.
+func (t *bpeTrainer) specialFlag(i int) string {
+	if i < t.nSpecial {
+		return "true"
+	}
+	return "false"
+}
+
 // files renders tokenizer.json and tokenizer_config.json.
 func (t *bpeTrainer) files() (tokenizerJSON, configJSON []byte) {
 	var b bytes.Buffer
@@ -446,7 +479,7 @@ func (t *bpeTrainer) files() (tokenizerJSON, configJSON []byte) {
 			w(",")
 		}
 		w("\n    {\"id\": ", strconv.Itoa(first+i), ", \"content\": ", jsonStr(s),
-			", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}")
+			", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": ", t.specialFlag(i), "}")
 	}
 	w("\n  ],\n  \"normalizer\": {\"type\": \"NFC\"},\n")
 	w("  \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": ",
@@ -479,11 +512,11 @@ func (t *bpeTrainer) files() (tokenizerJSON, configJSON []byte) {
 			w(",")
 		}
 		w("\n    \"", strconv.Itoa(first+i), "\": {\"content\": ", jsonStr(s),
-			", \"lstrip\": false, \"normalized\": false, \"rstrip\": false, \"single_word\": false, \"special\": true}")
+			", \"lstrip\": false, \"normalized\": false, \"rstrip\": false, \"single_word\": false, \"special\": ", t.specialFlag(i), "}")
 	}
 	w("\n  },\n  \"additional_special_tokens\": [")
 	n := 0
-	for _, s := range t.specials {
+	for _, s := range t.specials[:t.nSpecial] {
 		if s == "<|endoftext|>" {
 			continue
 		}

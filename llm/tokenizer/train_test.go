@@ -909,3 +909,39 @@ func BenchmarkTrainBPE(b *testing.B) {
 	}
 	b.ReportMetric(float64(h.VocabSize()), "vocab")
 }
+
+func TestTrainBPEAddedTokensStayWholeAndAreNotSpecial(t *testing.T) {
+	corpus := []string{}
+	for i := range 50 {
+		corpus = append(corpus, fmt.Sprintf("<|im_start|>assistant\n<think>let me try %d</think><answer>Left</answer><|im_end|>\n", i))
+	}
+	h, err := TrainBPE(corpus, TrainOptions{VocabSize: 400, Added: []string{"<think>", "</think>", "<answer>", "</answer>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	think, ok := h.TokenID("<think>")
+	if !ok {
+		t.Fatal("<think> is not a token")
+	}
+	// a prompt ending in the forced prefix and the training text agree on its tokens
+	prompt := h.Encode("<|im_start|>assistant\n<think>")
+	full := h.Encode("<|im_start|>assistant\n<think>let me try 3</think>")
+	if prompt[len(prompt)-1] != think || full[len(prompt)-1] != think {
+		t.Fatalf("prefix tokens differ: prompt %v, full %v", prompt, full)
+	}
+	for i := range prompt {
+		if prompt[i] != full[i] {
+			t.Fatalf("token %d: prompt %d, full text %d", i, prompt[i], full[i])
+		}
+	}
+	if h.IsSpecial(think) {
+		t.Fatal("<think> must be an ordinary added token (special=false)")
+	}
+	if got := h.DecodeSkipSpecial(full); got != "assistant\n<think>let me try 3</think>" {
+		t.Fatalf("DecodeSkipSpecial = %q", got)
+	}
+	if _, err := TrainBPE(corpus, TrainOptions{VocabSize: 400, Added: []string{"<|im_end|>", ""}}); err == nil ||
+		!strings.Contains(err.Error(), "Added[0]") || !strings.Contains(err.Error(), "Added[1] is empty") {
+		t.Fatalf("bad Added: err = %v", err)
+	}
+}
