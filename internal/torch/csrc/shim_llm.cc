@@ -148,75 +148,48 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-// y[m,n] = b[n] + sum_k x[m,k] w[n,k] for n in [n0,n1); x (M,K), w (N,K), y (M,N) row-major.
-__attribute__((target("avx2,fma"))) void skinny_rows(const float* x, int64_t M, int64_t K, const float* w,
-                                                     const float* b, float* y, int64_t N, int64_t n0, int64_t n1) {
+// One MT x NT tile: y[m0+i, n0+j] = b[n0+j] + sum_k x[m0+i,k] w[n0+j,k].
+template <int MT, int NT>
+__attribute__((target("avx2,fma"), optimize("O3"), always_inline)) inline void tile(
+    const float* x, int64_t K, const float* w, const float* b, float* y, int64_t N, int64_t m0, int64_t n0) {
   const int64_t K8 = K & ~int64_t(7);
+  __m256 acc[MT][NT];
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K8; k += 8) {
+    __m256 wv[NT];
+    for (int j = 0; j < NT; j++) wv[j] = _mm256_loadu_ps(w + (n0 + j) * K + k);
+    for (int i = 0; i < MT; i++) {
+      __m256 xv = _mm256_loadu_ps(x + (m0 + i) * K + k);
+      for (int j = 0; j < NT; j++) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) {
+      float r = hsum(acc[i][j]);
+      for (int64_t k = K8; k < K; k++) r += x[(m0 + i) * K + k] * w[(n0 + j) * K + k];
+      y[(m0 + i) * N + n0 + j] = r + (b ? b[n0 + j] : 0.f);
+    }
+}
+
+template <int NT>
+__attribute__((target("avx2,fma"), optimize("O3"))) void tile_col(const float* x, int64_t M, int64_t K, const float* w,
+                                                                  const float* b, float* y, int64_t N, int64_t n0) {
+  int64_t m = 0;
+  for (; m + 3 <= M; m += 3) tile<3, NT>(x, K, w, b, y, N, m, n0);
+  switch (M - m) {
+    case 2: tile<2, NT>(x, K, w, b, y, N, m, n0); break;
+    case 1: tile<1, NT>(x, K, w, b, y, N, m, n0); break;
+  }
+}
+
+// y[m,n] = b[n] + sum_k x[m,k] w[n,k] for n in [n0,n1); x (M,K), w (N,K), y (M,N) row-major.
+// Tiles of 3 rows x 3 weight rows keep 9 accumulators in registers: 6 loads per 9 FMAs.
+void skinny_rows(const float* x, int64_t M, int64_t K, const float* w, const float* b, float* y, int64_t N,
+                 int64_t n0, int64_t n1) {
   int64_t n = n0;
-  for (; n + 4 <= n1; n += 4) {
-    const float* w0 = w + n * K;
-    const float* w1 = w0 + K;
-    const float* w2 = w1 + K;
-    const float* w3 = w2 + K;
-    int64_t m = 0;
-    for (; m + 2 <= M; m += 2) {
-      const float* x0 = x + m * K;
-      const float* x1 = x0 + K;
-      __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-      for (int64_t k = 0; k < K8; k += 8) {
-        __m256 u = _mm256_loadu_ps(x0 + k), v = _mm256_loadu_ps(x1 + k);
-        __m256 c = _mm256_loadu_ps(w0 + k);
-        a00 = _mm256_fmadd_ps(u, c, a00);
-        a10 = _mm256_fmadd_ps(v, c, a10);
-        c = _mm256_loadu_ps(w1 + k);
-        a01 = _mm256_fmadd_ps(u, c, a01);
-        a11 = _mm256_fmadd_ps(v, c, a11);
-        c = _mm256_loadu_ps(w2 + k);
-        a02 = _mm256_fmadd_ps(u, c, a02);
-        a12 = _mm256_fmadd_ps(v, c, a12);
-        c = _mm256_loadu_ps(w3 + k);
-        a03 = _mm256_fmadd_ps(u, c, a03);
-        a13 = _mm256_fmadd_ps(v, c, a13);
-      }
-      float r[8] = {hsum(a00), hsum(a01), hsum(a02), hsum(a03), hsum(a10), hsum(a11), hsum(a12), hsum(a13)};
-      for (int64_t k = K8; k < K; k++) {
-        r[0] += x0[k] * w0[k]; r[1] += x0[k] * w1[k]; r[2] += x0[k] * w2[k]; r[3] += x0[k] * w3[k];
-        r[4] += x1[k] * w0[k]; r[5] += x1[k] * w1[k]; r[6] += x1[k] * w2[k]; r[7] += x1[k] * w3[k];
-      }
-      for (int j = 0; j < 4; j++) {
-        float bj = b ? b[n + j] : 0.f;
-        y[m * N + n + j] = r[j] + bj;
-        y[(m + 1) * N + n + j] = r[4 + j] + bj;
-      }
-    }
-    for (; m < M; m++) {
-      const float* x0 = x + m * K;
-      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (int64_t k = 0; k < K8; k += 8) {
-        __m256 u = _mm256_loadu_ps(x0 + k);
-        a0 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w0 + k), a0);
-        a1 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w1 + k), a1);
-        a2 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w2 + k), a2);
-        a3 = _mm256_fmadd_ps(u, _mm256_loadu_ps(w3 + k), a3);
-      }
-      float r[4] = {hsum(a0), hsum(a1), hsum(a2), hsum(a3)};
-      for (int64_t k = K8; k < K; k++) {
-        r[0] += x0[k] * w0[k]; r[1] += x0[k] * w1[k]; r[2] += x0[k] * w2[k]; r[3] += x0[k] * w3[k];
-      }
-      for (int j = 0; j < 4; j++) y[m * N + n + j] = r[j] + (b ? b[n + j] : 0.f);
-    }
-  }
-  for (; n < n1; n++) {
-    const float* w0 = w + n * K;
-    for (int64_t m = 0; m < M; m++) {
-      const float* x0 = x + m * K;
-      __m256 a0 = _mm256_setzero_ps();
-      for (int64_t k = 0; k < K8; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k), _mm256_loadu_ps(w0 + k), a0);
-      float r = hsum(a0);
-      for (int64_t k = K8; k < K; k++) r += x0[k] * w0[k];
-      y[m * N + n] = r + (b ? b[n] : 0.f);
-    }
-  }
+  for (; n + 3 <= n1; n += 3) tile_col<3>(x, M, K, w, b, y, N, n);
+  for (; n < n1; n++) tile_col<1>(x, M, K, w, b, y, N, n);
 }
 
 constexpr int64_t kSkinnyMaxRows = 16;
@@ -242,9 +215,9 @@ at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor
   const float* wp = w.data_ptr<float>();
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   float* yp = y.data_ptr<float>();
-  // blocks of 64 output features keep a 4-row W tile's neighbours in one thread
-  at::parallel_for(0, (N + 63) / 64, 1, [&](int64_t lo, int64_t hi) {
-    skinny_rows(xp, M, K, wp, bp, yp, N, lo * 64, std::min(N, hi * 64));
+  // blocks of 48 output features (a multiple of the 3-row tile) per task
+  at::parallel_for(0, (N + 47) / 48, 1, [&](int64_t lo, int64_t hi) {
+    skinny_rows(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
   });
   return y;
 }
@@ -342,6 +315,59 @@ bool decode_attention_ok(const at::Tensor& q, const at::Tensor& kc, const at::Te
          q.size(2) == 1 && !c10::GradMode::is_enabled();
 }
 
+// Fused RMSNorm for the inference path (fp32, CPU): y = w * x / sqrt(mean(x^2) + eps).
+__attribute__((target("avx2,fma"), optimize("O3"))) void rms_rows(const float* x, const float* w, float* y,
+                                                                  int64_t M, int64_t E, float eps) {
+  for (int64_t m = 0; m < M; m++) {
+    const float* xr = x + m * E;
+    float* yr = y + m * E;
+    float ss = 0.f;
+    for (int64_t e = 0; e < E; e++) ss += xr[e] * xr[e];
+    const float r = 1.f / std::sqrt(ss / (float)E + eps);
+    for (int64_t e = 0; e < E; e++) yr[e] = w[e] * (xr[e] * r);
+  }
+}
+
+bool fast_ok(const at::Tensor& x) {
+  return cpu_has_avx2() && x.device().is_cpu() && x.scalar_type() == at::kFloat && !c10::GradMode::is_enabled();
+}
+
+at::Tensor rms_norm_fast(const at::Tensor& x, const at::Tensor& w, double eps) {
+  if (!fast_ok(x) || w.scalar_type() != at::kFloat || !w.is_contiguous()) return rms_norm(x, w, eps);
+  at::Tensor xc = x.contiguous();
+  at::Tensor y = at::empty(x.sizes(), x.options());
+  const int64_t E = x.size(-1);
+  rms_rows(xc.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), xc.numel() / E, E, (float)eps);
+  return y;
+}
+
+// Rotary embedding for one decode step: x (B,N,1,D) any strides, cos/sin (B,1,1,D) contiguous -> (B,N,1,D).
+__attribute__((target("avx2,fma"), optimize("O3"))) void rope_rows(const float* x, int64_t sb, int64_t sn,
+                                                                   const float* cs, const float* sn_, float* y,
+                                                                   int64_t B, int64_t N, int64_t D) {
+  const int64_t h = D / 2;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t n = 0; n < N; n++) {
+      const float* xr = x + b * sb + n * sn;
+      const float* c = cs + b * D;
+      const float* s = sn_ + b * D;
+      float* yr = y + (b * N + n) * D;
+      for (int64_t d = 0; d < h; d++) yr[d] = xr[d] * c[d] - xr[d + h] * s[d];
+      for (int64_t d = h; d < D; d++) yr[d] = xr[d] * c[d] + xr[d - h] * s[d];
+    }
+}
+
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cs, const at::Tensor& sn) {
+  if (!fast_ok(x) || x.size(2) != 1 || x.stride(3) != 1 || !cs.is_contiguous() || !sn.is_contiguous()) {
+    return x.mul(cs).add(rotate_half(x).mul(sn));
+  }
+  const int64_t B = x.size(0), N = x.size(1), D = x.size(3);
+  at::Tensor y = at::empty({B, N, 1, D}, x.options());
+  rope_rows(x.data_ptr<float>(), x.stride(0), x.stride(1), cs.data_ptr<float>(), sn.data_ptr<float>(),
+            y.data_ptr<float>(), B, N, D);
+  return y;
+}
+
 }  // namespace
 
 // tt_get_num_threads applies the process-wide thread count on this OS thread.
@@ -406,11 +432,11 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
     const tt_tensor* lw = w + 1 + 7 * li;
     const at::Tensor &ln1 = lw[0]->t, &wqkv = lw[1]->t, &bqkv = lw[2]->t, &wo = lw[3]->t, &ln2 = lw[4]->t,
                      &wgu = lw[5]->t, &wd = lw[6]->t;
-    at::Tensor h = rms_norm(x, ln1, eps);
+    at::Tensor h = rms_norm_fast(x, ln1, eps);
     at::Tensor qkv = add_lora(dec_linear(h, wqkv, bqkv), h, lo, li, 0, {qw, kw, kw});
     // rotary embedding of q and k in one pass: (B,H+KV,T,D)
     at::Tensor qk = qkv.narrow(-1, 0, qw + kw).view({B, T, H + KV, D}).transpose(1, 2);
-    qk = qk.mul(cs).add(rotate_half(qk).mul(sn));
+    qk = rope(qk, cs, sn);
     at::Tensor q = qk.narrow(1, 0, H);
     at::Tensor k = qk.narrow(1, H, KV);
     at::Tensor v = qkv.narrow(-1, qw + kw, kw).view({B, T, KV, D}).transpose(1, 2);
@@ -441,7 +467,7 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
     at::Tensor o = dec_linear(a, wo, at::Tensor());
     if (lo.on(li, 3)) o = o.add(lo.delta(li, 3, a));
     x = no_grad ? x.add_(o) : x.add(o);
-    h = rms_norm(x, ln2, eps);
+    h = rms_norm_fast(x, ln2, eps);
     const int64_t I2 = wgu.size(0) / 2;
     at::Tensor gu = add_lora(dec_linear(h, wgu, at::Tensor()), h, lo, li, 4, {I2, I2});
     at::Tensor act = at::silu(gu.narrow(-1, 0, I2)).mul(gu.narrow(-1, I2, I2));
@@ -450,7 +476,7 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
     x = no_grad ? x.add_(d) : x.add(d);
   }
   if (last_only) x = x.narrow(1, T - 1, 1);
-  x = rms_norm(x, w[1 + 7 * n_layers]->t, eps);
+  x = rms_norm_fast(x, w[1 + 7 * n_layers]->t, eps);
   tt_tensor head = w[2 + 7 * n_layers];
   if (head) x = dec_linear(x, head->t, at::Tensor());
   *out = wrap(std::move(x));
