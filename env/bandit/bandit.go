@@ -33,6 +33,11 @@ type Config struct {
 	// Generator seeded with the reset seed alone, so all envs of a group
 	// share one prompt; the reward coin still uses seed+internal_seed.
 	GroupConsistent bool `yaml:"group_consistent"`
+	// ArmPairs (not upstream): when non-empty, the [low arm, high arm] name
+	// pairs to draw from instead of the split's. The draws are unchanged
+	// (pair index, then order), so a single pair gives a hidden-arm bandit
+	// whose better arm is fixed by name and only its position varies.
+	ArmPairs [][]string `yaml:"arm_pairs"`
 	// IntScores names the score fields given as Python ints in env_config
 	// ("lo_arm_score", ...): upstream then returns and prints that reward
 	// as an int ("Trader: 1 points"). New fills it from env_config.
@@ -48,6 +53,11 @@ func DefaultConfig() Config {
 // Validate reports every config value the env cannot work with.
 func (c Config) Validate() error {
 	var errs []error
+	for i, p := range c.ArmPairs {
+		if len(p) != 2 || p[0] == "" || p[1] == "" || p[0] == p[1] {
+			errs = append(errs, fmt.Errorf("bandit: arm_pairs[%d] = %q: want two different non-empty names [low arm, high arm]", i, p))
+		}
+	}
 	if _, ok := pairs[c.Split]; !ok {
 		errs = append(errs, fmt.Errorf("bandit: split %q: want \"train\" or \"test\"", c.Split))
 	}
@@ -139,6 +149,12 @@ func (e *Env) Reset(_ context.Context, seed int64, _ env.Mode) (string, error) {
 		}
 	}
 	ps := pairs[e.cfg.Split]
+	if len(e.cfg.ArmPairs) > 0 {
+		ps = make([]Pair, len(e.cfg.ArmPairs))
+		for i, q := range e.cfg.ArmPairs {
+			ps[i] = Pair{Lo: q[0], Hi: q[1]}
+		}
+	}
 	p := ps[int(naming.Random()*float64(len(ps)))]
 	loFirst := naming.Random() < 0.5
 	e.SetArms(p, loFirst, coin)

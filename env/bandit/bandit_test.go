@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"ragen/env"
 )
 
@@ -197,4 +199,28 @@ func TestIntScores(t *testing.T) {
 	if r.Observation != "Trader: 1.0 points" || r.RewardIsInt {
 		t.Errorf("float score: %+v", r)
 	}
+}
+
+func TestArmPairsOption(t *testing.T) {
+	e, err := New(map[string]any{"arm_pairs": []any{[]any{"Red", "Blue"}}})
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for seed := int64(0); seed < 20; seed++ {
+		_, err := e.Reset(context.Background(), seed, env.ModeTrain)
+		require.NoError(t, err)
+		lk := e.ActionLookup()
+		require.ElementsMatch(t, []string{"Red", "Blue"}, []string{lk[1], lk[2]})
+		seen[lk[1]] = true
+		for id, name := range lk {
+			r, err := e.Step(context.Background(), env.Action{ID: id, Text: name})
+			require.NoError(t, err)
+			require.Equal(t, name == "Blue", r.Info["success"], "the high arm is the second name")
+			_, err = e.Reset(context.Background(), seed, env.ModeTrain)
+			require.NoError(t, err)
+		}
+	}
+	require.Len(t, seen, 2, "both orders occur")
+	_, err = New(map[string]any{"arm_pairs": []any{[]any{"Red"}, []any{"A", "A"}}})
+	require.ErrorContains(t, err, "arm_pairs[0]")
+	require.ErrorContains(t, err, "arm_pairs[1]")
 }
