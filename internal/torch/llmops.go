@@ -172,3 +172,10 @@ func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
 	}
 	return check(C.tt_llm_select_rows((*C.tt_tensor)(unsafe.Pointer(&hs[0])), C.int(len(hs)), C.int64_t(dim), idx.handle()))
 }
+
+// KeepFreedMemory makes the C heap serve allocations below bytes (at most
+// 1 GiB) from memory it keeps after frees, instead of fresh mmap'd pages that
+// cost a page fault each (glibc mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD).
+// It speeds up training steps that allocate the same large buffers every
+// step, at the price of a resident set that stays at its peak. Process-wide.
+func KeepFreedMemory(bytes int64) { C.tt_llm_malloc_tune(C.int64_t(bytes)) }

@@ -69,6 +69,7 @@ type Trainer struct {
 
 // NewTrainer prepares a batch of b random sequences of length t.
 func NewTrainer(m *llm.Model, b, t int, lr float64) (*Trainer, error) {
+	torch.KeepFreedMemory(1 << 30)
 	cfg := torch.DefaultAdamW()
 	cfg.LR = lr
 	o, err := torch.NewAdamW(m.Trainable(), cfg)

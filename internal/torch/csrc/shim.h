@@ -171,6 +171,7 @@ tt_err tt_llm_token_logprobs(tt_tensor logits, tt_tensor ids, double temperature
 tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double top_p, tt_gen g, tt_tensor* ids,
                      tt_tensor* logp);
 tt_err tt_llm_select_rows(tt_tensor* ts, int n, int64_t dim, tt_tensor idx);
+void tt_llm_malloc_tune(int64_t bytes);
 #ifdef __cplusplus
 }
 #endif

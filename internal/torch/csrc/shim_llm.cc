@@ -30,6 +30,7 @@
 #include <ATen/ops/zeros.h>
 
 #include <cmath>
+#include <malloc.h>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -563,6 +564,19 @@ tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double
   *ids = wrap(chosen);
   *logp = wrap(lp);
   LLM_CATCH
+}
+
+// Keeps freed tensor memory in the C heap instead of returning it to the OS:
+// training allocates and frees the same large buffers (logits, activations)
+// every step, and fresh mmap'd pages cost a page fault each.
+void tt_llm_malloc_tune(int64_t bytes) {
+#ifdef M_MMAP_THRESHOLD
+  if (bytes > 0) {
+    int v = (int)std::min<int64_t>(bytes, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, v);
+    mallopt(M_TRIM_THRESHOLD, v);
+  }
+#endif
 }
 
 // Replaces each non-NULL ts[i] by ts[i].index_select(dim, idx), keeping the handles.
