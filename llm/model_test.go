@@ -558,3 +558,57 @@ func TestRopeGrowth(t *testing.T) {
 		t.Fatalf("grown table %d", n)
 	}
 }
+
+func TestGenerateBFloat16(t *testing.T) {
+	m := tinyModel(t, 31, false)
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	mb, err := Load(dir, Options{DType: torch.BFloat16, Device: torch.CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Close()
+	prompts := [][]int{{1, 2, 3, 4}, {5, 6}}
+	res, err := mb.Generate(context.Background(), nil, prompts, GenOptions{MaxNewTokens: 6, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if len(r.IDs) != 6 || r.FinishReason != "length" {
+			t.Fatalf("prompt %d: %+v", i, r)
+		}
+		// bf16 decoding with the cache equals bf16 recomputation
+		if want := recomputeGreedy(t, mb, prompts[i], 6); fmt.Sprint(want) != fmt.Sprint(r.IDs) {
+			t.Errorf("prompt %d: cache %v recompute %v", i, r.IDs, want)
+		}
+	}
+}
+
+func TestStreamBatched(t *testing.T) {
+	m := tinyModel(t, 32, false)
+	defer m.Close()
+	tok := tokenizer.NewByte()
+	got := map[int]*strings.Builder{}
+	res, err := m.Generate(context.Background(), tok, [][]int{{72, 105}, {65}, {1, 2, 3}}, GenOptions{MaxNewTokens: 12, Temperature: 1, Seed: 3,
+		Stream: func(seq int, d string) {
+			if got[seq] == nil {
+				got[seq] = &strings.Builder{}
+			}
+			got[seq].WriteString(d)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		s := ""
+		if got[i] != nil {
+			s = got[i].String()
+		}
+		if s != r.Text {
+			t.Fatalf("seq %d: streamed %q, text %q", i, s, r.Text)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"math"
+	"runtime"
 	"testing"
 
 	"ragen/internal/torch"
@@ -374,5 +375,10 @@ func TestLiveTensors(t *testing.T) {
 	m.Close()
 	if got := torch.Live(); got != start {
 		t.Fatalf("live tensors %d -> %d after Close", start, got)
+	}
+	runtime.GC()
+	runtime.GC()
+	if n := torch.Leaked(); n != 0 {
+		t.Fatalf("%d tensors were garbage-collected without being freed", n)
 	}
 }

@@ -461,7 +461,9 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
       // group are stacked along the time axis.
       at::Tensor qg = q.reshape({B, KV, G * T, D});
       at::Tensor s = at::matmul(qg, k.transpose(2, 3)).mul(scale).view({B, KV, G, T, Lk});
-      s = no_grad ? s.add_(bias) : s.add(bias);
+      // in place only when the scores are float32: bf16 cannot hold the
+      // lowest float32 (it would become -inf and fully masked rows NaN)
+      s = (no_grad && s.scalar_type() == at::kFloat) ? s.add_(bias) : s.add(bias);
       s = s.softmax(-1, at::kFloat).to(dt).view({B, KV, G * T, Lk});
       a = at::matmul(s, v).view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
     }
