@@ -110,7 +110,7 @@ func demoSummary(jsonl string, reason any, sftTime, total time.Duration) error {
 	seen := map[string]bool{}
 	for _, r := range recs {
 		for k := range r.Data {
-			if strings.HasPrefix(k, "val-env/") && strings.HasSuffix(k, "/success") && !seen[k] {
+			if strings.HasPrefix(k, "val-env/") && strings.HasSuffix(k, "/success") && strings.Count(k, "/") == 2 && !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)
 			}
