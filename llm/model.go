@@ -483,18 +483,23 @@ const logProbChunkElems = 1 << 25
 
 // TokenLogProbs returns logp[b,t] = log softmax(logits[b,t-1]/temperature)[ids[b,t]]
 // for t >= 1 and 0 at t = 0, as float32 (B,T); entropy likewise (nil unless
-// withEntropy). The log-softmax is chunked over time so that no more than
-// about 32M floats are materialised beyond the logits. With gradients unless
-// called inside torch.NoGrad.
+// withEntropy). The LM head and log-softmax run over time chunks of about
+// 32M logits, so the full (B,T,V) logits never exist at once (without
+// gradients; with gradients autograd keeps each chunk for the backward
+// pass). With gradients unless called inside torch.NoGrad.
 func (m *Model) TokenLogProbs(s *torch.Scope, ids, positions, attn *torch.Tensor, temperature float64, withEntropy bool) (logp, entropy *torch.Tensor) {
 	if !(temperature > 0) {
 		s.Errorf("llm_token_logprobs", "temperature must be > 0, got %g", temperature)
 		return nil, nil
 	}
-	logits := m.Forward(s, ids, positions, attn)
-	if logits == nil {
+	h := m.Hidden(s, ids, positions, attn)
+	if h == nil {
 		return nil, nil
 	}
-	chunk := int64(logProbChunkElems) / max(1, logits.Size(0)*logits.Size(2))
-	return s.LLMTokenLogProbs(logits, ids, temperature, withEntropy, max(chunk, 1))
+	head := m.head
+	if head == nil {
+		head = m.embed
+	}
+	chunk := int64(logProbChunkElems) / max(1, h.Size(0)*int64(m.cfg.VocabSize))
+	return s.LLMHeadLogProbs(h, head, ids, temperature, withEntropy, max(chunk, 1))
 }

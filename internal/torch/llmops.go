@@ -179,3 +179,25 @@ func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
 // It speeds up training steps that allocate the same large buffers every
 // step, at the price of a resident set that stays at its peak. Process-wide.
 func KeepFreedMemory(bytes int64) { C.tt_llm_malloc_tune(C.int64_t(bytes)) }
+
+// LLMHeadLogProbs is LLMTokenLogProbs computed from final hidden states
+// (B,T,E) and the LM head (V,E), with the logits materialised one time chunk
+// at a time.
+func (s *Scope) LLMHeadLogProbs(hidden, head, ids *Tensor, temperature float64, withEntropy bool, chunk int64) (logp, entropy *Tensor) {
+	if !s.ok(hidden, head, ids) {
+		return nil, nil
+	}
+	var a, b C.tt_tensor
+	e := C.tt_llm_head_logprobs(hidden.handle(), head.handle(), ids.handle(), C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b)
+	if err := check(e); err != nil {
+		s.err = err
+		return nil, nil
+	}
+	logp = newTensor(a)
+	s.ts = append(s.ts, logp)
+	if b != nil {
+		entropy = newTensor(b)
+		s.ts = append(s.ts, entropy)
+	}
+	return logp, entropy
+}

@@ -121,3 +121,32 @@ func TestSelectRowsInPlace(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 }
+
+// Head log-probs equal log-probs of the explicit logits h·Wᵀ, for any chunk.
+func TestLLMHeadLogProbs(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	g, err := NewGenerator(3, CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	h := s.Randn(g, []int64{2, 5, 4}, Float32, CPU)
+	w := s.Randn(g, []int64{7, 4}, Float32, CPU)
+	ids := s.Own(From([]int64{0, 1, 2, 3, 4, 5, 6, 0, 1, 2}, 2, 5))
+	logits := s.MatMul(h, s.Transpose(w, 0, 1))
+	wantLP, wantH := s.LLMTokenLogProbs(logits, ids, 0.8, true, 0)
+	a, b := s.Float32s(wantLP), s.Float32s(wantH)
+	for _, chunk := range []int64{1, 2, 3, 0} {
+		lp, ent := s.LLMHeadLogProbs(h, w, ids, 0.8, true, chunk)
+		c, d := s.Float32s(lp), s.Float32s(ent)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if math.Abs(float64(a[i]-c[i])) > 1e-5 || math.Abs(float64(b[i]-d[i])) > 1e-5 {
+				t.Fatalf("chunk %d, %d: logp %v vs %v, entropy %v vs %v", chunk, i, c[i], a[i], d[i], b[i])
+			}
+		}
+	}
+}

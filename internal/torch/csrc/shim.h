@@ -168,6 +168,8 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
 tt_err tt_llm_key_bias(tt_tensor attn, tt_tensor* out);
 tt_err tt_llm_token_logprobs(tt_tensor logits, tt_tensor ids, double temperature, int with_entropy, int64_t chunk,
                              tt_tensor* logp, tt_tensor* ent);
+tt_err tt_llm_head_logprobs(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature, int with_entropy,
+                            int64_t chunk, tt_tensor* logp, tt_tensor* ent);
 tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double top_p, tt_gen g, tt_tensor* ids,
                      tt_tensor* logp);
 tt_err tt_llm_select_rows(tt_tensor* ts, int n, int64_t dim, tt_tensor idx);

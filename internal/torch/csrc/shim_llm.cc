@@ -369,6 +369,30 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cs, const at::Tensor& sn)
   return y;
 }
 
+// Per-token log-probs from logits chunks. logits_at(t0, n) returns the
+// logits predicting tokens t0+1 .. t0+n, shape (B,n,V).
+template <class F>
+void token_logprobs(F logits_at, const at::Tensor& I, int64_t B, int64_t T, const at::TensorOptions& o,
+                    double temperature, bool with_entropy, int64_t chunk, at::Tensor* logp, at::Tensor* ent) {
+  if (chunk < 1) chunk = T;
+  std::vector<at::Tensor> lps{at::zeros({B, 1}, o.dtype(at::kFloat))};
+  std::vector<at::Tensor> ens{lps[0]};
+  for (int64_t t0 = 0; t0 < T - 1; t0 += chunk) {
+    int64_t n = std::min(chunk, T - 1 - t0);
+    at::Tensor z = logits_at(t0, n).to(at::kFloat);
+    if (temperature != 1.0) z = z.div(temperature);
+    at::Tensor ls = z.log_softmax(-1);
+    lps.push_back(ls.gather(-1, I.narrow(1, t0 + 1, n).unsqueeze(-1)).squeeze(-1));
+    if (with_entropy) {
+      // H = logsumexp(z) - sum softmax(z) * z  (veRL's entropy_from_logits)
+      at::Tensor pz = z.softmax(-1);
+      ens.push_back(z.logsumexp({-1}, false).sub(pz.mul(z).sum({-1}, false)));
+    }
+  }
+  *logp = at::cat(lps, 1);
+  if (with_entropy) *ent = at::cat(ens, 1);
+}
+
 }  // namespace
 
 // tt_get_num_threads applies the process-wide thread count on this OS thread.
@@ -505,24 +529,31 @@ tt_err tt_llm_token_logprobs(tt_tensor logits, tt_tensor ids, double temperature
   LLM_NEED(L.dim() == 3 && I.dim() == 2 && L.size(0) == I.size(0) && L.size(1) == I.size(1),
            "logits must be (B,T,V) and ids (B,T)");
   LLM_NEED(temperature > 0, "temperature must be > 0");
-  const int64_t B = L.size(0), T = L.size(1);
-  if (chunk < 1) chunk = T;
-  std::vector<at::Tensor> lps{at::zeros({B, 1}, L.options().dtype(at::kFloat))};
-  std::vector<at::Tensor> ens{lps[0]};
-  for (int64_t t0 = 0; t0 < T - 1; t0 += chunk) {
-    int64_t n = std::min(chunk, T - 1 - t0);
-    at::Tensor z = L.narrow(1, t0, n).to(at::kFloat);
-    if (temperature != 1.0) z = z.div(temperature);
-    at::Tensor ls = z.log_softmax(-1);
-    lps.push_back(ls.gather(-1, I.narrow(1, t0 + 1, n).unsqueeze(-1)).squeeze(-1));
-    if (with_entropy) {
-      // H = logsumexp(z) - sum softmax(z) * z  (veRL's entropy_from_logits)
-      at::Tensor pz = z.softmax(-1);
-      ens.push_back(z.logsumexp({-1}, false).sub(pz.mul(z).sum({-1}, false)));
-    }
-  }
-  *logp = wrap(at::cat(lps, 1));
-  *ent = with_entropy ? wrap(at::cat(ens, 1)) : nullptr;
+  at::Tensor lp, en;
+  token_logprobs([&](int64_t t0, int64_t n) { return L.narrow(1, t0, n); }, I, L.size(0), L.size(1), L.options(),
+                 temperature, with_entropy != 0, chunk, &lp, &en);
+  *logp = wrap(lp);
+  *ent = with_entropy ? wrap(en) : nullptr;
+  LLM_CATCH
+}
+
+// Same from hidden states (B,T,E) and the LM head (V,E): the logits exist
+// one time chunk at a time.
+tt_err tt_llm_head_logprobs(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature, int with_entropy,
+                            int64_t chunk, tt_tensor* logp, tt_tensor* ent) {
+  LLM_TRY("llm_head_logprobs")
+  const at::Tensor& Hd = hidden->t;
+  const at::Tensor& W = head->t;
+  const at::Tensor& I = ids->t;
+  LLM_NEED(Hd.dim() == 3 && I.dim() == 2 && Hd.size(0) == I.size(0) && Hd.size(1) == I.size(1),
+           "hidden must be (B,T,E) and ids (B,T)");
+  LLM_NEED(W.dim() == 2 && W.size(1) == Hd.size(2), "head must be (V,E)");
+  LLM_NEED(temperature > 0, "temperature must be > 0");
+  at::Tensor lp, en;
+  token_logprobs([&](int64_t t0, int64_t n) { return at::linear(Hd.narrow(1, t0, n), W); }, I, Hd.size(0),
+                 Hd.size(1), Hd.options(), temperature, with_entropy != 0, chunk, &lp, &en);
+  *logp = wrap(lp);
+  *ent = with_entropy ? wrap(en) : nullptr;
   LLM_CATCH
 }
 
