@@ -60,7 +60,8 @@ func cmdDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	sftTime := time.Since(start)
-	fmt.Println("stage 2: StarPO (GRPO) on the bandit; validation success = share of sampled answers choosing the better arm")
+	est, _ := t.String("algorithm.adv_estimator")
+	fmt.Printf("stage 2: StarPO (%s) on the bandit; validation success = share of sampled answers choosing the better arm\n", est)
 	j, err := buildJob(t, "", true, m, tok)
 	if err != nil {
 		m.Close()
