@@ -188,6 +188,11 @@ func (m *Model) Save(dir string) error { return m.SaveSharded(dir, DefaultMaxSha
 // exceed it they go to model-0000i-of-0000n.safetensors files listed in
 // model.safetensors.index.json.
 func (m *Model) SaveSharded(dir string, maxShardBytes int64) error {
+	return m.save(dir, maxShardBytes, nil, nil)
+}
+
+// save writes the folder with extra tensors appended and the config edited.
+func (m *Model) save(dir string, maxShardBytes int64, extra []NamedParam, edit func(*Config)) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("llm: save: %w", err)
 	}
@@ -203,7 +208,7 @@ func (m *Model) SaveSharded(dir string, maxShardBytes int64) error {
 		if err := s.Err(); err != nil {
 			return err
 		}
-		for _, p := range merged {
+		for _, p := range append(merged, extra...) {
 			b, err := torch.Bytes(p.T, m.opt.DType)
 			if err != nil {
 				return fmt.Errorf("tensor %q: %w", p.Name, err)
@@ -256,6 +261,9 @@ func (m *Model) SaveSharded(dir string, maxShardBytes int64) error {
 	}
 	cfg := m.cfg
 	cfg.TorchDType = configDType(m.opt.DType)
+	if edit != nil {
+		edit(&cfg)
+	}
 	cb, err := MarshalConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("llm: save: config: %w", err)

@@ -311,6 +311,41 @@ func TestCritic(t *testing.T) {
 	if c.Trunk().embed == actor.embed {
 		t.Fatal("critic shares the actor's tensors")
 	}
+	// the trunk's hidden states equal the actor's
+	ha := s.Float32s(actor.Hidden(s, ids, pos, attn))
+	for i := range ha {
+		if ha[i] != h[i] {
+			t.Fatalf("trunk hidden %d: %v vs actor %v", i, h[i], ha[i])
+		}
+	}
+	// Save/LoadCritic round trip gives the same values
+	dir := t.TempDir()
+	if err := c.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	names, err := ListTensors(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if n == "lm_head.weight" {
+			t.Fatal("critic folder has an lm_head")
+		}
+	}
+	c2, err := LoadCritic(dir, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	v2 := s.Float32s(c2.Values(s, ids, pos, attn))
+	for i := range vals {
+		if vals[i] != v2[i] {
+			t.Fatalf("reloaded value %d: %v vs %v", i, v2[i], vals[i])
+		}
+	}
+	if _, err := LoadCritic("testdata/tiny", DefaultOptions()); err == nil {
+		t.Fatal("a causal LM folder loaded as a critic")
+	}
 }
 
 func TestCloneAndCopy(t *testing.T) {
