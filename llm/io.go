@@ -193,6 +193,9 @@ func (m *Model) SaveSharded(dir string, maxShardBytes int64) error {
 
 // save writes the folder with extra tensors appended and the config edited.
 func (m *Model) save(dir string, maxShardBytes int64, extra []NamedParam, edit func(*Config)) error {
+	if err := m.alive(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("llm: save: %w", err)
 	}

@@ -114,6 +114,9 @@ func (m *Model) EnableLoRA(c LoRAConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	if err := m.alive(); err != nil {
+		return err
+	}
 	if m.lora != nil {
 		return errors.New("llm: lora: already enabled")
 	}

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -180,7 +181,10 @@ func (m *Model) makeRope() error { return m.buildRope(min(m.cfg.MaxPositionEmbed
 // max_position_embeddings).
 func (m *Model) ensureRope(n int) error {
 	n = min(n, m.cfg.MaxPositionEmbeddings)
-	if m.cos != nil && m.cos.Valid() && int(m.cos.Size(0)) >= n {
+	if !m.cos.Valid() {
+		return torch.ErrFreed
+	}
+	if int(m.cos.Size(0)) >= n {
 		return nil
 	}
 	old := [2]*torch.Tensor{m.cos, m.sin}
@@ -346,6 +350,14 @@ func (m *Model) Trainable() []*torch.Tensor {
 	return m.base()
 }
 
+// alive reports torch.ErrFreed once the model is closed.
+func (m *Model) alive() error {
+	if !m.embed.Valid() {
+		return fmt.Errorf("llm: model is closed: %w", torch.ErrFreed)
+	}
+	return nil
+}
+
 // Close frees every tensor of the model. Using the model afterwards fails
 // with torch.ErrFreed.
 func (m *Model) Close() {
@@ -366,6 +378,9 @@ func (m *Model) Close() {
 
 // Clone returns a deep copy (its own tensors, same LoRA state).
 func (m *Model) Clone() (*Model, error) {
+	if err := m.alive(); err != nil {
+		return nil, err
+	}
 	c, err := alloc(m.cfg, m.opt)
 	if err != nil {
 		return nil, err
@@ -387,6 +402,9 @@ func (m *Model) Clone() (*Model, error) {
 // CopyWeightsFrom copies o's parameters (and LoRA adapters, when both have
 // the same LoRA setup) into m. The configs must have the same shapes.
 func (m *Model) CopyWeightsFrom(o *Model) error {
+	if err := errors.Join(m.alive(), o.alive()); err != nil {
+		return err
+	}
 	a, b := m.base(), o.base()
 	if len(a) != len(b) {
 		return fmt.Errorf("llm: copy weights: %d parameters vs %d", len(a), len(b))

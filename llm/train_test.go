@@ -417,3 +417,22 @@ func TestLiveTensors(t *testing.T) {
 		t.Fatalf("%d tensors were garbage-collected without being freed", n)
 	}
 }
+
+// A closed model reports errors instead of panicking.
+func TestUseAfterClose(t *testing.T) {
+	m := tinyModel(t, 33, false)
+	m.Close()
+	m.Close() // twice is fine
+	s := torch.NewScope()
+	defer s.Close()
+	ids, pos, attn := batch(t, s, [][]int{{1, 2}}, false)
+	if m.Forward(s, ids, pos, attn) != nil || s.Err() == nil {
+		t.Fatal("Forward on a closed model succeeded")
+	}
+	if _, err := m.Generate(t.Context(), nil, [][]int{{1}}, GenOptions{MaxNewTokens: 2}); err == nil {
+		t.Fatal("Generate on a closed model succeeded")
+	}
+	if err := m.Save(t.TempDir()); err == nil {
+		t.Fatal("Save of a closed model succeeded")
+	}
+}
