@@ -124,6 +124,9 @@ func (c Config) Validate() error {
 	if c.HiddenAct != "silu" {
 		bad("hidden_act %q is not supported (valid: silu)", c.HiddenAct)
 	}
+	if c.UseSlidingWindow {
+		bad("use_sliding_window is not supported")
+	}
 	if c.RopeScaling != nil {
 		bad("rope_scaling is not supported (got %v)", c.RopeScaling)
 	}
