@@ -175,6 +175,11 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		return nil, err
 	}
 	deps := starpo.Deps{Actor: j.model, Rollout: j.proxy.RolloutWith, Filter: j.fc, Logger: j.logger}
+	if st, ok := policy.(starpo.Stateful); ok {
+		// the sampling position travels with checkpoints, so a resumed run
+		// draws the same samples an uninterrupted one would
+		deps.State = map[string]starpo.Stateful{"policy": st}
+	}
 	if j.ref != nil {
 		deps.Ref = j.ref
 	}
