@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,4 +69,47 @@ func TestTrainTinyModelEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(dir, "plots", "summary.png"))
 	require.NoError(t, err)
+}
+
+// trainArgs is a tiny training run of the demo config.
+func trainArgs(dir string, steps int) []string {
+	return []string{"train", "--config-name", "demo",
+		"trainer.default_local_dir=" + dir, "trainer.total_training_steps=" + strconv.Itoa(steps),
+		"trainer.val_before_train=False", "trainer.test_freq=-1", "trainer.save_freq=1", "trainer.resume_mode=auto",
+		"es_manager.train.env_groups=2", "es_manager.train.group_size=4", "es_manager.train.env_configs.n_groups=[2]",
+		"ppo_mini_batch_size=4", "micro_batch_size_per_gpu=4", "actor_rollout_ref.rollout.response_length=12"}
+}
+
+func TestKilledRunResumesExactly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three tiny training runs")
+	}
+	ctx := context.Background()
+	full, cut := t.TempDir(), t.TempDir()
+	require.NoError(t, run(ctx, trainArgs(full, 3)))
+	require.NoError(t, run(ctx, trainArgs(cut, 2))) // "killed" after its step-2 checkpoint
+	require.NoError(t, run(ctx, trainArgs(cut, 3))) // resumes from global_step_2
+	a, err := track.ReadJSONL(filepath.Join(full, "metrics.jsonl"))
+	require.NoError(t, err)
+	b, err := track.ReadJSONL(filepath.Join(cut, "metrics.jsonl"))
+	require.NoError(t, err)
+	require.Equal(t, len(a), len(b), "the resumed log continues the killed one")
+	for i := range a {
+		require.Equal(t, a[i].Step, b[i].Step)
+		for k, v := range a[i].Data {
+			if strings.HasPrefix(k, "timing") || strings.HasPrefix(k, "perf/") {
+				continue
+			}
+			w, ok := b[i].Data[k]
+			require.True(t, ok, "step %d: %s missing after resume", a[i].Step, k)
+			require.InDelta(t, v, w, 1e-9*max(1, abs(v)), "step %d: %s", a[i].Step, k)
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
