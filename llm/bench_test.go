@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"runtime"
 	"testing"
 
 	"ragen/internal/torch"
@@ -11,6 +12,8 @@ import (
 // BenchmarkDecode: batch 8, prompt 128, 256 new greedy tokens on the
 // peers.md model. Compare with bench/llm_peer.py decode (go run ./bench/llm_compare).
 func BenchmarkDecode(b *testing.B) {
+	runtime.LockOSThread() // one OpenMP team (see bench/llm_compare)
+	defer runtime.UnlockOSThread()
 	m, err := llm.New(llmbench.Config(), llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -30,6 +33,8 @@ func BenchmarkDecode(b *testing.B) {
 
 // BenchmarkTrainStep: forward, backward and AdamW on a batch of 8 x 256.
 func BenchmarkTrainStep(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	m, err := llm.New(llmbench.Config(), llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1})
 	if err != nil {
 		b.Fatal(err)

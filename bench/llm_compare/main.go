@@ -40,6 +40,11 @@ func main() {
 }
 
 func run(threads int, what, python string, reps int) error {
+	// one OS thread issues every torch call, as in the Python peer: each OS
+	// thread entering libtorch gets its own OpenMP team, and idle teams
+	// spin-wait against the active one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	torch.SetNumThreads(threads)
 	_, self, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(self), "..", "llm_peer.py")
