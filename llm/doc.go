@@ -36,4 +36,8 @@
 // single-step attention over the KV cache. Training steps allocate and free
 // the same large buffers every step; torch.KeepFreedMemory(1<<30) at
 // start-up avoids a page fault per fresh page (about 10% per step here).
+// With more than one intra-op thread, issue torch calls from one goroutine
+// locked to its OS thread (runtime.LockOSThread): every OS thread entering
+// libtorch gets its own OpenMP team, and idle teams spin against the active
+// one. Generate pins itself while it runs.
 package llm
