@@ -162,3 +162,36 @@ func TestPaddingInvariance(t *testing.T) {
 		}
 	}
 }
+
+func TestScoreSequences(t *testing.T) {
+	m := tinyModel(t, 24, false)
+	defer m.Close()
+	seqs := [][]int{{1, 2, 3, 4, 5, 6}, {7, 8}, {9, 10, 11}, {12}}
+	// budget 8: [6] alone (2x6 > 8), then [2,3] (2x3 = 6; +[1] gives 3x3 = 9 > 8), then [1]
+	lp, ent, err := m.ScoreSequences(context.Background(), seqs, 8, 0.9, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range seqs {
+		s := torch.NewScope()
+		ids, pos, attn := batch(t, s, [][]int{q}, false)
+		var a, b []float32
+		torch.NoGrad(func() error {
+			l, e := m.TokenLogProbs(s, ids, pos, attn, 0.9, true)
+			a, b = s.Float32s(l), s.Float32s(e)
+			return s.Err()
+		})
+		s.Close()
+		if len(lp[i]) != len(q) || len(ent[i]) != len(q) {
+			t.Fatalf("seq %d: %d log-probs for %d tokens", i, len(lp[i]), len(q))
+		}
+		for t2 := range q {
+			if math.Abs(float64(a[t2]-lp[i][t2])) > 1e-5 || math.Abs(float64(b[t2]-ent[i][t2])) > 1e-5 {
+				t.Fatalf("seq %d t %d: %v/%v vs %v/%v", i, t2, lp[i][t2], ent[i][t2], a[t2], b[t2])
+			}
+		}
+	}
+	if _, _, err := m.ScoreSequences(context.Background(), [][]int{{}}, 8, 1, false); err == nil {
+		t.Fatal("empty sequence accepted")
+	}
+}
