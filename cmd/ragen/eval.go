@@ -235,7 +235,8 @@ func apiPolicy(t *config.Tree, f evalFlags) (ragen.Policy, error) {
 		return nil, err
 	}
 	if f.baseURL != "" {
-		c.BaseURL = f.baseURL
+		// a server of your own (vLLM, a proxy): no key unless --api-key-env names one
+		c.BaseURL, c.APIKeyEnv = f.baseURL, ""
 	}
 	if f.apiModel != "" {
 		c.Model = f.apiModel

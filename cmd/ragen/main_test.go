@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,4 +115,36 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+func TestEvalWithAPIServerOnLoopbackAndTinyModel(t *testing.T) {
+	// an OpenAI-compatible server on loopback that always pushes "Right"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"<think>go right</think><answer>Right</answer>"}}]}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "api.jsonl")
+	err := run(context.Background(), []string{"eval", "--policy", "api", "--base-url", srv.URL + "/v1", "--api-model", "stub", "--out", out,
+		"es_manager.val.env_groups=2", "es_manager.val.group_size=1", "es_manager.val.env_configs.tags=[SimpleSokoban]",
+		"es_manager.val.env_configs.n_groups=[2]"})
+	require.NoError(t, err)
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(raw), "\n"))
+	require.Contains(t, string(raw), "<answer>Right</answer>")
+
+	// the in-process tiny model (random weights) runs end to end too
+	out = filepath.Join(dir, "tiny.jsonl")
+	err = run(context.Background(), []string{"eval", "--config-name", "demo", "--out", out,
+		"es_manager.val.env_groups=3", "es_manager.val.env_configs.n_groups=[3]", "actor_rollout_ref.rollout.response_length=8"})
+	require.NoError(t, err)
+	raw, err = os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(raw), "\n"))
 }
