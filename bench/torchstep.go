@@ -107,18 +107,7 @@ func MLPStep() Workload {
 					}
 				}
 				loss := s.Mean(s.Square(s.Sub(h, y)), false)
-				if err := s.Err(); err != nil {
-					s.Close()
-					return err
-				}
-				if err := loss.Backward(nil); err != nil {
-					s.Close()
-					return err
-				}
-				if err := s.Close(); err != nil {
-					return err
-				}
-				return opt.Step(1e-4)
+				return finishStep(s, loss, opt)
 			}
 			return step, func() { opt.Close(); p.free(); x.Free(); y.Free() }, nil
 		},
@@ -219,22 +208,28 @@ func AttentionStep() Workload {
 					h = s.Add(h, s.Linear(s.GELU(s.Linear(m, L.w1, nil)), L.w2, nil))
 				}
 				loss := s.Mean(s.Square(h), false)
-				if err := s.Err(); err != nil {
-					s.Close()
-					return err
-				}
-				if err := loss.Backward(nil); err != nil {
-					s.Close()
-					return err
-				}
-				if err := s.Close(); err != nil {
-					return err
-				}
-				return opt.Step(1e-4)
+				return finishStep(s, loss, opt)
 			}
 			return step, func() { opt.Close(); p.free(); x.Free(); mask.Free() }, nil
 		},
 	}
+}
+
+// finishStep runs backward from loss, frees the step's scope and takes an
+// AdamW step.
+func finishStep(s *torch.Scope, loss *torch.Tensor, opt *torch.AdamW) error {
+	if err := s.Err(); err != nil {
+		s.Close()
+		return err
+	}
+	if err := loss.Backward(nil); err != nil {
+		s.Close()
+		return err
+	}
+	if err := s.Close(); err != nil {
+		return err
+	}
+	return opt.Step(1e-4)
 }
 
 // causalMask is a (T,T) additive mask: 0 on and below the diagonal, -inf above.
