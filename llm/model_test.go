@@ -346,9 +346,7 @@ func TestBatchedEqualsSingle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(one[0]) != fmt.Sprint(batched[i]) {
-			t.Errorf("prompt %d: batched %+v\nsingle %+v", i, batched[i], one[0])
-		}
+		sameResult(t, fmt.Sprintf("prompt %d", i), batched[i], one[0])
 		if batched[i].FinishReason == "stop" {
 			stopped++
 		}
@@ -609,6 +607,70 @@ func TestStreamBatched(t *testing.T) {
 		}
 		if s != r.Text {
 			t.Fatalf("seq %d: streamed %q, text %q", i, s, r.Text)
+		}
+	}
+}
+
+// Sequences that stop early are dropped from the batch (KV caches
+// compacted); the others must continue exactly as when decoded alone.
+func TestBatchCompaction(t *testing.T) {
+	m := tinyModel(t, 34, false)
+	defer m.Close()
+	prompts := [][]int{{1, 2}, {3, 4, 5}, {6}, {7, 8, 9, 10}, {11, 12}, {13}}
+	free, err := m.Generate(context.Background(), nil, prompts, GenOptions{MaxNewTokens: 12, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stop ids that end prompts 0-3 early but never occur in 4 and 5
+	keep := map[int]bool{}
+	for _, r := range free[4:] {
+		for _, id := range r.IDs {
+			keep[id] = true
+		}
+	}
+	var stops []int
+	for _, r := range free[:4] {
+		for _, id := range r.IDs[1:] {
+			if !keep[id] {
+				stops = append(stops, id)
+				break
+			}
+		}
+	}
+	opt := GenOptions{MaxNewTokens: 12, IgnoreEOS: true, StopIDs: stops}
+	batched, err := m.Generate(context.Background(), nil, prompts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, full := 0, 0
+	for i, p := range prompts {
+		one, err := m.Generate(context.Background(), nil, [][]int{p}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameResult(t, fmt.Sprintf("prompt %d", i), batched[i], one[0])
+		if len(batched[i].IDs) < 12 {
+			early++
+		} else {
+			full++
+		}
+	}
+	if early < 3 || full < 1 {
+		t.Fatalf("compaction not exercised: %d early, %d full", early, full)
+	}
+}
+
+// sameResult compares generations: ids, text and finish reason exactly,
+// log-probs to 1e-4 (batch shapes change float rounding).
+func sameResult(t *testing.T, what string, a, b GenResult) {
+	t.Helper()
+	if fmt.Sprint(a.IDs) != fmt.Sprint(b.IDs) || a.Text != b.Text || a.FinishReason != b.FinishReason || len(a.LogProbs) != len(b.LogProbs) {
+		t.Errorf("%s: %+v\nvs %+v", what, a, b)
+		return
+	}
+	for i := range a.LogProbs {
+		if math.Abs(a.LogProbs[i]-b.LogProbs[i]) > 1e-4 {
+			t.Errorf("%s: log-prob %d: %v vs %v", what, i, a.LogProbs[i], b.LogProbs[i])
 		}
 	}
 }
