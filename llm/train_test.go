@@ -2,10 +2,12 @@ package llm
 
 import (
 	"math"
+	"path/filepath"
 	"runtime"
 	"testing"
 
 	"ragen/internal/torch"
+	"ragen/llm/safetensors"
 )
 
 // TestTokenLogProbs checks the fused log-prob/entropy op against a float64
@@ -434,5 +436,57 @@ func TestUseAfterClose(t *testing.T) {
 	}
 	if err := m.Save(t.TempDir()); err == nil {
 		t.Fatal("Save of a closed model succeeded")
+	}
+}
+
+func TestSaveLoadLoRA(t *testing.T) {
+	m := tinyModel(t, 35, false)
+	defer m.Close()
+	if err := m.SaveLoRA(t.TempDir()); err == nil {
+		t.Fatal("SaveLoRA without LoRA succeeded")
+	}
+	if err := m.EnableLoRA(LoRAConfig{Rank: 2, Alpha: 4, Targets: []string{"v_proj", "q_proj", "up_proj"}, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// give B non-zero values so the adapters matter
+	s := torch.NewScope()
+	defer s.Close()
+	g, _ := torch.NewGenerator(5, torch.CPU)
+	defer g.Close()
+	torch.NoGrad(func() error {
+		for _, p := range m.LoRAParams() {
+			s.CopyInto(p.T, s.Randn(g, p.T.Shape(), torch.Float32, torch.CPU))
+		}
+		return nil
+	})
+	dir := t.TempDir()
+	if err := m.SaveLoRA(dir); err != nil {
+		t.Fatal(err)
+	}
+	base := tinyModel(t, 35, false) // same base weights
+	defer base.Close()
+	if err := base.LoadLoRA(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, on := base.LoRAConfig()
+	if !on || cfg.Rank != 2 || cfg.Alpha != 4 {
+		t.Fatalf("loaded config %+v %v", cfg, on)
+	}
+	ids, pos, attn := batch(t, s, [][]int{{1, 2, 3, 4}}, false)
+	var a, b []float32
+	torch.NoGrad(func() error {
+		a = s.Float32s(m.Forward(s, ids, pos, attn))
+		b = s.Float32s(base.Forward(s, ids, pos, attn))
+		return s.Err()
+	})
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("logit %d: %v vs reloaded %v", i, a[i], b[i])
+		}
+	}
+	names, _ := safetensors.Open(filepath.Join(dir, AdapterWeightsFile))
+	defer names.Close()
+	if _, ok := names.Header.Lookup("base_model.model.model.layers.1.mlp.up_proj.lora_B.weight"); !ok {
+		t.Fatalf("PEFT names missing: %v", names.Header.Tensors)
 	}
 }
