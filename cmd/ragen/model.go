@@ -24,6 +24,8 @@ func initTorch(t *config.Tree) {
 		}
 	}
 	torch.SetNumThreads(n)
+	// keep up to 1 GiB of freed tensor memory for reuse (about 10% per train step)
+	torch.KeepFreedMemory(1 << 30)
 	if maps, err := os.ReadFile("/proc/self/maps"); err == nil {
 		s := string(maps)
 		if strings.Contains(s, "libblas.so.3") && !strings.Contains(s, "openblas-openmp") {

@@ -452,7 +452,7 @@ func (s *Scope) To(a *Tensor, dtype DType, dev Device) *Tensor {
 		return nil
 	}
 	var h C.tt_tensor
-	return s.put(C.tt_to(a.handle(), C.int(dtype), C.int(dev), &h), h)
+	return s.put(C.tt_to(a.handle(), C.int(dtype), dev.c(), &h), h)
 }
 
 // Cast converts a to dtype on its own device.

@@ -119,7 +119,7 @@ func (t *Tensor) Numel() int64 {
 func (t *Tensor) DType() DType { return DType(C.tt_dtype(t.mustHandle())) }
 
 // Device is where t lives.
-func (t *Tensor) Device() Device { return Device(C.tt_device(t.mustHandle())) }
+func (t *Tensor) Device() Device { return deviceFromC(C.tt_device(t.mustHandle())) }
 
 // RequiresGrad reports whether autograd records ops on t.
 func (t *Tensor) RequiresGrad() bool { return C.tt_requires_grad(t.mustHandle()) != 0 }
@@ -293,7 +293,7 @@ func wrapOut(e C.tt_err, h C.tt_tensor) (*Tensor, error) {
 // Full returns a tensor of the given shape filled with v.
 func Full(shape []int64, v float64, dtype DType, dev Device) (*Tensor, error) {
 	var h C.tt_tensor
-	return wrapOut(C.tt_full(shapePtr(shape), C.int(len(shape)), C.double(v), C.int(dtype), C.int(dev), &h), h)
+	return wrapOut(C.tt_full(shapePtr(shape), C.int(len(shape)), C.double(v), C.int(dtype), dev.c(), &h), h)
 }
 
 // Zeros returns a zero tensor.
@@ -307,19 +307,19 @@ func Ones(shape []int64, dtype DType, dev Device) (*Tensor, error) { return Full
 // Arange returns [start, end) in steps of step.
 func Arange(start, end, step float64, dtype DType, dev Device) (*Tensor, error) {
 	var h C.tt_tensor
-	return wrapOut(C.tt_arange(C.double(start), C.double(end), C.double(step), C.int(dtype), C.int(dev), &h), h)
+	return wrapOut(C.tt_arange(C.double(start), C.double(end), C.double(step), C.int(dtype), dev.c(), &h), h)
 }
 
 // Randn draws standard normal values from g (nil: the default generator).
 func Randn(g *Generator, shape []int64, dtype DType, dev Device) (*Tensor, error) {
 	var h C.tt_tensor
-	return wrapOut(C.tt_randn(shapePtr(shape), C.int(len(shape)), C.int(dtype), C.int(dev), g.handle(), &h), h)
+	return wrapOut(C.tt_randn(shapePtr(shape), C.int(len(shape)), C.int(dtype), dev.c(), g.handle(), &h), h)
 }
 
 // Rand draws uniform values in [0, 1) from g (nil: the default generator).
 func Rand(g *Generator, shape []int64, dtype DType, dev Device) (*Tensor, error) {
 	var h C.tt_tensor
-	return wrapOut(C.tt_rand(shapePtr(shape), C.int(len(shape)), C.int(dtype), C.int(dev), g.handle(), &h), h)
+	return wrapOut(C.tt_rand(shapePtr(shape), C.int(len(shape)), C.int(dtype), dev.c(), g.handle(), &h), h)
 }
 
 // Generator is a seeded random-number generator for sampling and init.
@@ -330,7 +330,7 @@ type Generator struct {
 // NewGenerator returns a generator on dev seeded with seed. Close it when done.
 func NewGenerator(seed uint64, dev Device) (*Generator, error) {
 	var g C.tt_gen
-	if err := check(C.tt_gen_new(C.uint64_t(seed), C.int(dev), &g)); err != nil {
+	if err := check(C.tt_gen_new(C.uint64_t(seed), dev.c(), &g)); err != nil {
 		return nil, err
 	}
 	return &Generator{g: g}, nil

@@ -81,20 +81,32 @@ func ParseDType(s string) (DType, error) {
 	return 0, fmt.Errorf("torch: unknown dtype %q (valid: float32, float64, bfloat16, float16, int64, int32, bool, uint8)", s)
 }
 
-// Device is CPU or a CUDA ordinal.
+// Device is CPU or a CUDA ordinal. The zero value is the CPU, so a config
+// struct left empty never lands on a GPU by accident.
 type Device int
 
 // CPU is the host device.
-const CPU Device = C.TT_CPU
+const CPU Device = 0
 
 // CUDA returns the device for CUDA ordinal i.
-func CUDA(i int) Device { return Device(i) }
+func CUDA(i int) Device { return Device(i + 1) }
+
+// IsCUDA reports whether d is a CUDA device.
+func (d Device) IsCUDA() bool { return d > 0 }
+
+// Ordinal is the CUDA device index (-1 for the CPU).
+func (d Device) Ordinal() int { return int(d) - 1 }
+
+// c is the shim's device code: TT_CPU (-1) or the CUDA ordinal.
+func (d Device) c() C.int { return C.int(d.Ordinal()) }
+
+func deviceFromC(code C.int) Device { return Device(int(code) + 1) }
 
 func (d Device) String() string {
-	if d < 0 {
+	if !d.IsCUDA() {
 		return "cpu"
 	}
-	return fmt.Sprintf("cuda:%d", int(d))
+	return fmt.Sprintf("cuda:%d", d.Ordinal())
 }
 
 // ParseDevice maps "cpu", "cuda" and "cuda:N" to a Device.

@@ -398,3 +398,15 @@ func TestOpErrorsDoNotLeakAndAreTyped(t *testing.T) {
 	err := errors.New("x")
 	require.False(t, errors.As(err, &te))
 }
+
+func TestDeviceZeroValueIsCPU(t *testing.T) {
+	var d Device
+	require.Equal(t, CPU, d)
+	require.False(t, d.IsCUDA())
+	require.Equal(t, -1, d.Ordinal())
+	require.Equal(t, "cuda:0", CUDA(0).String())
+	require.Equal(t, 2, CUDA(2).Ordinal())
+	p, err := ParseDevice("cuda")
+	require.NoError(t, err)
+	require.Equal(t, CUDA(0), p)
+}
