@@ -40,6 +40,7 @@ test-race:
 
 bench: deps-bench
 	$(GO) run ./bench/cmd/benchall
+	$(GO) run ./bench/llm_compare
 
 demo: deps
 	$(GO) run ./cmd/ragen demo

@@ -14,11 +14,14 @@ import (
 	"ragen/internal/torch"
 )
 
+var keepFreed bool
+
 func main() {
 	threads := flag.Int("threads", runtime.NumCPU(), "libtorch intra-op threads (both sides)")
 	warmup := flag.Int("warmup", 2, "warm-up steps")
 	runs := flag.Int("runs", 5, "timed steps (minimum is reported)")
 	dir := flag.String("dir", "bench", "directory holding the peer scripts")
+	flag.BoolVar(&keepFreed, "keep-freed", true, "keep freed tensor memory for reuse (torch.KeepFreedMemory), as the ragen CLI does")
 	flag.Parse()
 	if err := run(*threads, *warmup, *runs, *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
@@ -28,6 +31,9 @@ func main() {
 
 func run(threads, warmup, runs int, dir string) error {
 	torch.SetNumThreads(threads)
+	if keepFreed {
+		torch.KeepFreedMemory(1 << 30) // as the ragen CLI does
+	}
 	peak, err := bench.MatmulPeak(2048)
 	if err != nil {
 		return err
