@@ -2,6 +2,7 @@ package ragen
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -225,4 +226,50 @@ func WriteTrajectoryText(w io.Writer, rec TrajectoryRecord) error {
 // results/eval/val_rollouts_{YYYYmmdd_HHMMSS}.{format} (format jsonl or pkl).
 func DefaultEvalOutputPath(now time.Time, format string) string {
 	return "results/eval/val_rollouts_" + now.Format("20060102_150405") + "." + format
+}
+
+// ParseTrajectoryRecord reads one line written by WriteJSONL (upstream's
+// layout: custom_id, messages, and metadata holding env_id, group_id,
+// num_turns, total_reward, success and the flattened per-env metrics).
+func ParseTrajectoryRecord(line []byte) (TrajectoryRecord, error) {
+	var raw struct {
+		CustomID string                     `json:"custom_id"`
+		Messages []tokenizer.Message        `json:"messages"`
+		Metadata map[string]json.RawMessage `json:"metadata"`
+	}
+	var rec TrajectoryRecord
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return rec, fmt.Errorf("ragen: trajectory record: %w", err)
+	}
+	if raw.CustomID == "" || raw.Metadata == nil {
+		return rec, fmt.Errorf("ragen: trajectory record: missing custom_id or metadata")
+	}
+	rec.CustomID, rec.Messages = raw.CustomID, raw.Messages
+	md := &rec.Metadata
+	fields := map[string]any{"env_id": &md.EnvID, "group_id": &md.GroupID, "num_turns": &md.NumTurns,
+		"total_reward": &md.TotalReward, "success": &md.Success}
+	for k, v := range raw.Metadata {
+		if dst, ok := fields[k]; ok {
+			if string(v) == "null" {
+				continue
+			}
+			if err := json.Unmarshal(v, dst); err != nil {
+				return rec, fmt.Errorf("ragen: trajectory record: metadata.%s: %w", k, err)
+			}
+			continue
+		}
+		var f *float64
+		if err := json.Unmarshal(v, &f); err != nil {
+			continue // a non-numeric entry: not a metric
+		}
+		if md.Metrics == nil {
+			md.Metrics = map[string]float64{}
+		}
+		if f == nil {
+			md.Metrics[k] = math.NaN()
+		} else {
+			md.Metrics[k] = *f
+		}
+	}
+	return rec, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,6 +158,26 @@ func TestEvaluateAndExport(t *testing.T) {
 	assert.False(t, TrajectoryRecords(res.Batch, ExportOptions{UpstreamSuccess: true})[0].Metadata.Success)
 	var buf bytes.Buffer
 	require.NoError(t, WriteJSONL(&buf, recs))
+	// every line reads back as the record written
+	for i, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		got, err := ParseTrajectoryRecord([]byte(line))
+		require.NoError(t, err, "line %d", i)
+		want := recs[i]
+		assert.Equal(t, want.CustomID, got.CustomID)
+		assert.Equal(t, want.Messages, got.Messages)
+		assert.Equal(t, want.Metadata.EnvID, got.Metadata.EnvID)
+		assert.Equal(t, want.Metadata.NumTurns, got.Metadata.NumTurns)
+		assert.Equal(t, want.Metadata.Success, got.Metadata.Success)
+		assert.InDelta(t, want.Metadata.TotalReward, got.Metadata.TotalReward, 1e-12)
+		assert.Equal(t, len(want.Metadata.Metrics), len(got.Metadata.Metrics))
+		for k, v := range want.Metadata.Metrics {
+			assert.InDelta(t, v, got.Metadata.Metrics[k], 1e-12, k)
+		}
+	}
+	_, err = ParseTrajectoryRecord([]byte(`{"messages": []}`))
+	assert.ErrorContains(t, err, "missing custom_id")
+	_, err = ParseTrajectoryRecord([]byte(`{"custom_id": "t", "metadata": {"env_id": "x"}}`))
+	assert.ErrorContains(t, err, "metadata.env_id")
 	for i, r := range recs {
 		require.NoError(t, WriteTrajectoryText(&buf, r), "record %d", i)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -38,9 +37,9 @@ func cmdView(args []string) error {
 		if limit >= 0 && n > limit {
 			break
 		}
-		var rec ragen.TrajectoryRecord
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return fmt.Errorf("%s:%d: not a trajectory record: %w", rest[0], n, err)
+		rec, err := ragen.ParseTrajectoryRecord(sc.Bytes())
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", rest[0], n, err)
 		}
 		if err := ragen.WriteTrajectoryText(w, rec); err != nil {
 			return err
