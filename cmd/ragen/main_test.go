@@ -26,6 +26,11 @@ func TestUnknownCommandAndKeys(t *testing.T) {
 	// a model path that is not a local folder is a clear error, not a download
 	err = run(ctx, []string{"eval", "model_path=Qwen/Qwen2.5-0.5B-Instruct", "es_manager.val.env_groups=1", "es_manager.val.env_configs.n_groups=[1]", "es_manager.val.group_size=1"})
 	require.ErrorContains(t, err, "not a local Hugging Face model folder")
+	// a step that cannot fit in memory is refused before anything is loaded
+	err = run(ctx, []string{"train", "--config-name", "demo", "actor_rollout_ref.rollout.max_model_len=4000000",
+		"micro_batch_size_per_gpu=64", "demo.model.hidden_size=1024", "demo.model.num_hidden_layers=16"})
+	require.ErrorContains(t, err, "memory: a training step needs about")
+	require.ErrorContains(t, err, "available memory")
 	// inconsistent env groups are reported before any work
 	err = run(ctx, []string{"train", "model_path=tiny", "es_manager.train.env_groups=3"})
 	require.Error(t, err)

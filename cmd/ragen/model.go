@@ -90,8 +90,8 @@ func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokeniz
 		m, err := llm.New(cfg, opt)
 		return m, tok, err
 	}
-	if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
-		return nil, nil, fmt.Errorf("model_path=%q is not a local Hugging Face model folder (no config.json); ragen cannot download weights: point model_path at a folder with config.json, model.safetensors and tokenizer.json, or use model_path=tiny", path)
+	if err := localModelDir(path); err != nil {
+		return nil, nil, err
 	}
 	m, err := llm.Load(path, opt)
 	if err != nil {
@@ -103,6 +103,14 @@ func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokeniz
 		return nil, nil, err
 	}
 	return m, tok, nil
+}
+
+// localModelDir checks that model_path is a local Hugging Face folder.
+func localModelDir(path string) error {
+	if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+		return fmt.Errorf("model_path=%q is not a local Hugging Face model folder (no config.json); ragen cannot download weights: point model_path at a folder with config.json, model.safetensors and tokenizer.json, or use model_path=tiny", path)
+	}
+	return nil
 }
 
 // tinyModelConfig builds the model config of demo.model (sizes), defaulting

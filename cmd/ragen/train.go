@@ -119,6 +119,17 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		return nil, err
 	}
 	if j.model == nil {
+		opt, err := modelOptions(t, deviceFlag)
+		if err != nil {
+			return nil, err
+		}
+		mc, err := modelConfigFor(t, tokenizer.NewByte().VocabSize())
+		if err != nil {
+			return nil, err
+		}
+		if err := checkMemory(t, mc, opt.Device); err != nil {
+			return nil, err
+		}
 		if j.model, j.tok, err = loadModel(t, deviceFlag); err != nil {
 			return nil, err
 		}
