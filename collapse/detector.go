@@ -72,6 +72,10 @@ type Detector struct {
 	rng Rand
 	ema map[string]EMA
 	now func() time.Time
+	// stepSeed, when set, reseeds rng at every computing step with
+	// NumPy's legacy generator seeded stepSeed+step, so the samples of a
+	// step do not depend on earlier steps (exact resume from checkpoints).
+	stepSeed *int64
 }
 
 // NewDetector validates cfg and returns a detector drawing samples from rng
@@ -89,6 +93,19 @@ func NewDetector(cfg Config, rng Rand) (*Detector, error) {
 		rng = l
 	}
 	return &Detector{cfg: cfg, rng: rng, ema: map[string]EMA{}, now: time.Now}, nil
+}
+
+// NewDetectorPerStep is NewDetector whose samples at step k are drawn from
+// NumPy's legacy generator seeded with seed+k. A run resumed from a
+// checkpoint (with the EMA state of MarshalState) then computes exactly the
+// metrics an uninterrupted run would.
+func NewDetectorPerStep(cfg Config, seed int64) (*Detector, error) {
+	d, err := NewDetector(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.stepSeed = &seed
+	return d, nil
 }
 
 // Config returns the detector's configuration.
@@ -146,6 +163,15 @@ func (d *Detector) Compute(ctx context.Context, b Batch, s Scorer, step int) (Re
 	}
 	if s == nil {
 		return res, errors.New("collapse: no scorer")
+	}
+	if d.stepSeed != nil {
+		l, err := pyrand.NewLegacy(*d.stepSeed + int64(step))
+		if err != nil {
+			return res, fmt.Errorf("collapse: step %d: %w", step, err)
+		}
+		d.mu.Lock()
+		d.rng = l
+		d.mu.Unlock()
 	}
 	m := res.Metrics
 	if b.TurnCountsTotal != nil && b.TurnCounts != nil {

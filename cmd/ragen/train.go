@@ -11,7 +11,6 @@ import (
 	"ragen/collapse"
 	"ragen/config"
 	"ragen/filter"
-	"ragen/internal/pyrand"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
@@ -200,13 +199,14 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 	j.cc.ThinkDisabled = !j.rc.AgentProxy.EnableThink
 	j.cc.ContextWindowMode = j.rc.AgentProxy.ContextWindowMode
 	if (j.cc.FirstTurnEnabled || j.cc.MultiTurnEnabled) && !j.cc.ThinkDisabled && j.cc.ContextWindowMode == ragen.ModeFull {
-		rng, err := pyrand.NewLegacy(int64(j.sc.Seed.Train))
-		if err != nil {
+		// samples reseeded per step and the EMA checkpointed: exact resume
+		if deps.Collapse, err = collapse.NewDetectorPerStep(j.cc, int64(j.sc.Seed.Train)); err != nil {
 			return nil, err
 		}
-		if deps.Collapse, err = collapse.NewDetector(j.cc, rng); err != nil {
-			return nil, err
+		if deps.State == nil {
+			deps.State = map[string]starpo.Stateful{}
 		}
+		deps.State["collapse"] = deps.Collapse
 		deps.Scorer = llm.NewScorer(j.model, j.cc.MicroBatchSize)
 	}
 	if j.trainer, err = starpo.NewTrainer(j.sc, deps); err != nil {
