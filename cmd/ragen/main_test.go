@@ -85,7 +85,9 @@ func trainArgs(dir string, steps int) []string {
 		"trainer.default_local_dir=" + dir, "trainer.total_training_steps=" + strconv.Itoa(steps),
 		"trainer.val_before_train=False", "trainer.test_freq=-1", "trainer.save_freq=1", "trainer.resume_mode=auto",
 		"es_manager.train.env_groups=2", "es_manager.train.group_size=4", "es_manager.train.env_configs.n_groups=[2]",
-		"ppo_mini_batch_size=4", "micro_batch_size_per_gpu=4", "actor_rollout_ref.rollout.response_length=12"}
+		"ppo_mini_batch_size=4", "micro_batch_size_per_gpu=4", "actor_rollout_ref.rollout.response_length=12",
+		// collapse diagnostics on every step: their samples and EMA must resume too
+		"collapse_detection.first_turn_enabled=True", "collapse_detection.compute_freq=1"}
 }
 
 func TestKilledRunResumesExactly(t *testing.T) {
@@ -102,6 +104,7 @@ func TestKilledRunResumesExactly(t *testing.T) {
 	b, err := track.ReadJSONL(filepath.Join(cut, "metrics.jsonl"))
 	require.NoError(t, err)
 	require.Equal(t, len(a), len(b), "the resumed log continues the killed one")
+	require.Contains(t, a[len(a)-1].Data, "collapse/first_turn_num_total") // the diagnostics ran (a random model has no valid <think>, so no sample metrics)
 	for i := range a {
 		require.Equal(t, a[i].Step, b[i].Step)
 		for k, v := range a[i].Data {
