@@ -90,7 +90,8 @@ func TestParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	m, err := Load(filepath.Join("testdata", "tiny"), DefaultOptions())
+	opt := testOptions(t)
+	m, err := Load(filepath.Join("testdata", "tiny"), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,11 @@ func TestParity(t *testing.T) {
 					v = append(v, int64(e))
 				}
 			}
-			return s.Own(torch.From(v, int64(B), int64(T)))
+			tt := s.Own(torch.From(v, int64(B), int64(T)))
+			if opt.Device.IsCUDA() {
+				tt = s.To(tt, torch.Int64, opt.Device)
+			}
+			return tt
 		}
 		var got []float32
 		err := torch.NoGrad(func() error {
@@ -128,8 +133,12 @@ func TestParity(t *testing.T) {
 			worst = max(worst, math.Abs(float64(got[i]-want)))
 		}
 		t.Logf("case %d: max |logit diff| = %.3g", ci, worst)
-		if worst > 1e-4 {
-			t.Errorf("case %d: max |logit diff| %.3g > 1e-4", ci, worst)
+		tol := 1e-4
+		if opt.Device.IsCUDA() {
+			tol = 1e-3 // GPU kernels reduce in another order
+		}
+		if worst > tol {
+			t.Errorf("case %d: max |logit diff| %.3g > %g", ci, worst, tol)
 		}
 		s.Close()
 	}
