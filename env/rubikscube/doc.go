@@ -9,6 +9,8 @@
 // face is one colour and ends the episode then or at max_steps.
 //
 // Upstream's B permutation reverses one sticker pair and so is no legal
-// cube move; this package uses the correct permutation and keeps upstream's
-// behind the env_config option legacy_b_move (doc/divergences/env-extra.md).
+// cube move; the env reproduces it by default (scrambles match upstream's)
+// and turns B like a real cube with the env_config option physical_b_move
+// (doc/divergences/env-extra.md). Cube.Apply is the real cube's move,
+// Cube.ApplyLegacy upstream's.
 package rubikscube

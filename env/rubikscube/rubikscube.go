@@ -17,9 +17,10 @@ type Config struct {
 	ScrambleDepth int            `yaml:"scramble_depth"`
 	MaxSteps      int            `yaml:"max_steps"`
 	ActionLookup  map[int]string `yaml:"action_lookup"`
-	// LegacyBMove selects upstream's B permutation, which is not a legal
-	// cube move (see doc/divergences/env-extra.md). Off by default.
-	LegacyBMove bool `yaml:"legacy_b_move"`
+	// PhysicalBMove (ours, off by default) turns B with the permutation of
+	// a real cube. By default B is upstream's permutation, which mixes
+	// stickers of two corners (see doc/divergences/env-extra.md).
+	PhysicalBMove bool `yaml:"physical_b_move"`
 }
 
 // DefaultConfig returns upstream's defaults.
@@ -159,11 +160,13 @@ func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error)
 	return e.Render(), nil
 }
 
+// apply turns the cube with upstream's permutations (Cube.ApplyLegacy)
+// unless cfg.PhysicalBMove asks for a real cube's B (Cube.Apply).
 func (e *Env) apply(m Move) bool {
-	if e.cfg.LegacyBMove {
-		return e.cube.ApplyLegacy(m)
+	if e.cfg.PhysicalBMove {
+		return e.cube.Apply(m)
 	}
-	return e.cube.Apply(m)
+	return e.cube.ApplyLegacy(m)
 }
 
 // Step applies move a.ID. An id outside 1..12 counts as a step that
@@ -180,10 +183,8 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	if solved {
 		reward = 1.0
 	}
-	info := env.Info{"action_is_effective": valid, "success": solved}
-	if !valid {
-		info["action_is_valid"] = false
-	}
+	// Upstream's info always carries the three keys (each becomes a metric).
+	info := env.Info{"action_is_effective": valid, "action_is_valid": valid, "success": solved}
 	return env.StepResult{
 		Observation: e.render(done, solved),
 		Reward:      reward,

@@ -213,7 +213,8 @@ func TestStepTable(t *testing.T) {
 			eq(t, tc.reward, res.Reward)
 			truth(t, !res.RewardIsInt)
 			eq(t, tc.done, res.Done)
-			eq(t, env.Info{"action_is_effective": true, "success": tc.success}, res.Info)
+			// Upstream: {"action_is_effective": True, "action_is_valid": True, "success": …}.
+			eq(t, env.Info{"action_is_effective": true, "action_is_valid": true, "success": tc.success}, res.Info)
 			truth(t, strings.HasSuffix(res.Observation, tc.obsTail), res.Observation)
 			truth(t, strings.HasSuffix(e.Render(), "What is your next move?"))
 		})
@@ -233,22 +234,59 @@ func TestInvalidIDCountsAsStep(t *testing.T) {
 }
 
 func TestResetScriptedScramble(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.ScrambleDepth = 2
-	// Intn(12) = 0 → move 1 (U), then 10 → move 11 (B).
-	e, err := NewWithRand(cfg, scriptedRand(0, 10))
-	must(t, err)
-	obs, err := e.Reset(context.Background(), 7, env.ModeTrain)
-	must(t, err)
-	eq(t, "BRWW WGWO RRGG BYRY BOBO YYGO", fmt.Sprint(e.Cube().String()))
-	eq(t, e.Render(), obs)
-	eq(t, 0, e.CurrentStep())
+	tests := []struct {
+		physical bool
+		want     string
+	}{
+		// Default: upstream's B, D(22,23) ← L(6,4) = O,G (see TestSingleMovesFromSolved).
+		{false, "BRWW WGWO RRGG BYRY BOBO YYOG"},
+		// physical_b_move: D(23,22) ← L(6,4) = O,G.
+		{true, "BRWW WGWO RRGG BYRY BOBO YYGO"},
+	}
+	for _, tc := range tests {
+		cfg := DefaultConfig()
+		cfg.ScrambleDepth = 2
+		cfg.PhysicalBMove = tc.physical
+		// Intn(12) = 0 → move 1 (U), then 10 → move 11 (B).
+		e, err := NewWithRand(cfg, scriptedRand(0, 10))
+		must(t, err)
+		obs, err := e.Reset(context.Background(), 7, env.ModeTrain)
+		must(t, err)
+		eq(t, tc.want, e.Cube().String(), "physical_b_move=%v", tc.physical)
+		eq(t, e.Render(), obs)
+		eq(t, 0, e.CurrentStep())
+	}
+}
+
+// Steps use the same B as the scramble: upstream's by default.
+func TestStepBMoveFollowsConfig(t *testing.T) {
+	for _, physical := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.PhysicalBMove = physical
+		e, err := NewFromState(cfg, SolvedCube())
+		must(t, err)
+		for _, id := range []int{1, 11} {
+			_, err = e.Step(context.Background(), env.Action{ID: id})
+			must(t, err)
+		}
+		want := SolvedCube()
+		want.ApplyLegacy(1)
+		want.ApplyLegacy(11)
+		if physical {
+			want = SolvedCube()
+			want.Apply(1)
+			want.Apply(11)
+		}
+		eq(t, want, e.Cube(), "physical_b_move=%v", physical)
+	}
 }
 
 func TestResetDeterministic(t *testing.T) {
-	a, err := New(DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.PhysicalBMove = true // so that scrambles keep the corners whole
+	a, err := New(cfg)
 	must(t, err)
-	b, err := New(DefaultConfig())
+	b, err := New(cfg)
 	must(t, err)
 	for _, seed := range []int64{0, 1, 42, 123456} {
 		oa, err := a.Reset(context.Background(), seed, env.ModeTrain)
@@ -360,12 +398,15 @@ func BenchmarkStepRender(b *testing.B) {
 }
 
 func TestRegistry(t *testing.T) {
-	e, err := env.New("rubikscube", map[string]any{"scramble_depth": 1, "max_steps": 3, "legacy_b_move": true})
+	e, err := env.New("rubikscube", map[string]any{"scramble_depth": 1, "max_steps": 3, "physical_b_move": true})
 	must(t, err)
 	r := e.(*Env)
 	eq(t, 1, r.Config().ScrambleDepth)
 	eq(t, 3, r.Config().MaxSteps)
-	eq(t, true, r.Config().LegacyBMove)
+	eq(t, true, r.Config().PhysicalBMove)
+	d, err := env.New("rubikscube", nil)
+	must(t, err)
+	eq(t, false, d.(*Env).Config().PhysicalBMove, "upstream's B by default")
 	eq(t, 12, len(r.ActionLookup()))
 
 	_, err = env.New("rubikscube", map[string]any{"scramble_dept": 1})
