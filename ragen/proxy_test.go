@@ -74,16 +74,34 @@ func TestRolloutEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	// Every loss-masked target of row 0 decodes to assistant text: the
-	// two responses plus their <|im_end|>.
+	// Default (upstream, spec §3.5): the trained targets of row 0 run from
+	// the token after each assistant <|im_start|> up to and including the
+	// first token of the next turn (<|im_start|> of the user turn; after
+	// the last reply, the final "\n").
 	tok := tokenizer.NewByte()
-	var trained []int
-	for j, m := range b.LossMask[0] {
-		if m == 1 {
-			trained = append(trained, b.InputIDs[0][j+1])
+	trainedText := func(b *Batch) string {
+		var trained []int
+		for j, m := range b.LossMask[0] {
+			if m == 1 {
+				trained = append(trained, b.InputIDs[0][j+1])
+			}
 		}
+		return tok.Decode(trained)
 	}
-	assert.Equal(t, "<think>go</think><answer>Right || Right</answer><|im_end|><think>go</think><answer>Right || Right</answer><|im_end|>", tok.Decode(trained))
+	reply := "<think>go</think><answer>Right || Right</answer><|im_end|>"
+	assert.Equal(t, "assistant\n"+reply+"\n<|im_start|>"+"assistant\n"+reply+"\n", trainedText(b))
+	// Upstream's score column L−2 predicts that final "\n".
+	assert.Equal(t, float32(1), b.RMScores[0][L-2])
+
+	// Corrected alignment: only the generated text (the two responses plus
+	// their <|im_end|>).
+	cfg.Compat.MaskAlignment = false
+	a2, err := NewAgentProxy(cfg, tokenizer.NewByte(), &testProvider{}, &ScriptedPolicy{Func: walkScript})
+	require.NoError(t, err)
+	defer a2.Close()
+	b2, err := a2.Rollout(context.Background(), env.ModeTrain)
+	require.NoError(t, err)
+	assert.Equal(t, reply+reply, trainedText(b2))
 }
 
 func batchFingerprint(b *Batch) string {
