@@ -142,6 +142,10 @@ func Apply(b Batch, cfg Config) (Result, error) {
 	}
 	n := len(rowVals)
 	if n == 0 {
+		if kind == "entropy" {
+			// Upstream raises this when no log-prob function is given.
+			return Result{}, fmt.Errorf("filter: Entropy filtering requires a compute_log_prob callable (metric %s needs per-row entropy values, batch has none)", metric)
+		}
 		return Result{}, fmt.Errorf("filter: metric %s needs per-row %s values, batch has none", metric, kind)
 	}
 	if err := checkLen("GroupIDs", b.GroupIDs, n); err != nil {
@@ -226,7 +230,7 @@ func Apply(b Batch, cfg Config) (Result, error) {
 	} else {
 		if units%G != 0 {
 			if b.EpisodeIDs != nil {
-				return Result{}, fmt.Errorf("filter: number of episodes (%d) must be divisible by num_groups (%d)", units, G)
+				return Result{}, fmt.Errorf("filter: Number of episodes (%d) must be divisible by num_groups (%d)", units, G)
 			}
 			return Result{}, fmt.Errorf("filter: batch size (%d) must be divisible by num_groups (%d)", units, G)
 		}

@@ -335,11 +335,11 @@ func TestApplyErrors(t *testing.T) {
 		want string
 	}{
 		{"indivisible", Batch{Rewards: []float64{1, 2, 3}}, cfgWith(StrategyTopK, 0.5, groups(2)), "batch size (3) must be divisible by num_groups (2)"},
-		{"episodes indivisible", Batch{Rewards: []float64{1, 2, 3}, EpisodeIDs: []int{0, 1, 2}}, cfgWith(StrategyTopK, 0.5, groups(2)), "number of episodes (3) must be divisible by num_groups (2)"},
+		{"episodes indivisible", Batch{Rewards: []float64{1, 2, 3}, EpisodeIDs: []int{0, 1, 2}}, cfgWith(StrategyTopK, 0.5, groups(2)), "Number of episodes (3) must be divisible by num_groups (2)"},
 		{"fewer rows than groups", Batch{Rewards: []float64{}}, cfgWith(StrategyTopK, 0.5, groups(2)), "needs per-row reward values"},
 		{"no entropies", Batch{Rewards: []float64{1, 2}}, cfgWith(StrategyTopK, 0.5, groups(1), func(c *Config) { c.Metric = "entropy" }), "needs per-row entropy values"},
 		{"no lengths", Batch{Rewards: []float64{1, 2}}, cfgWith(StrategyTopK, 0.5, groups(1), func(c *Config) { c.Metric = "length" }), "needs per-row length values"},
-		{"bad metric", Batch{Rewards: []float64{1, 2}}, cfgWith(StrategyTopK, 0.5, groups(1), func(c *Config) { c.Metric = "kl" }), `unsupported rollout filter metric "kl" (valid: reward_variance, reward, reward_sum, length, entropy, entropy_variance`},
+		{"bad metric", Batch{Rewards: []float64{1, 2}}, cfgWith(StrategyTopK, 0.5, groups(1), func(c *Config) { c.Metric = "kl" }), `Unsupported rollout filter metric: kl (valid: reward_variance, reward, reward_sum, length, entropy, entropy_variance`},
 		{"group ids length", Batch{Rewards: []float64{1, 2}, GroupIDs: []int{1}}, cfgWith(StrategyTopK, 0.5, groups(1)), "GroupIDs has 1 entries, batch has 2 rows"},
 		{"group ids needed", Batch{Rewards: []float64{1, 2}}, cfgWith(StrategyTopK, 0.5, groups(1), func(c *Config) { c.Grouping = GroupByID }), "needs GroupIDs"},
 		{"group id count", Batch{Rewards: []float64{1, 2}, GroupIDs: []int{1, 2}}, cfgWith(StrategyTopK, 0.5, groups(1), func(c *Config) { c.Grouping = GroupByID }), "2 distinct group ids, expected num_groups 1"},
@@ -392,5 +392,103 @@ func TestResultTables(t *testing.T) {
 	_, table = res.RewardTable()
 	if len(table) != 2 || table[0][1] != 3 || !math.IsNaN(table[1][1]) {
 		t.Fatalf("%v", table)
+	}
+}
+
+// Upstream's alignment test (tests/test_rollout_filter.py,
+// test_reward_std_and_metadata_stay_aligned_after_filtering): 3 groups of 2
+// episodes with rewards [-1, 1] | [2, 2] | [0, 6] (stds √2, 0, 3√2 =
+// 1.4142, 0, 4.2426), group ids 43, 26, 9 (= [2,1,0]·17+9), and episodes
+// of 1 row each, or of 3,1,2,4,1,5 rows, contiguous or interleaved by turn.
+// Selections, worked by hand:
+//   - top_p 1 include_zero → every group; without zeros → [0, 2];
+//   - top_p 0.9: Σ 5.6569, thr 5.0812; 4.2426 < thr, +1.4142 ≥ → [2, 0];
+//   - top_p 0.5: thr 2.8184 ≤ 4.2426 → [2];
+//   - top_k 0.5: int(1.5) = 1 → [2]; min_p 0.75: keep ≥ 3.18 → [2].
+//
+// Kept rows are those of the selected groups in original order, each
+// carrying its group's pre-filter std.
+func TestApplyUpstreamAlignment(t *testing.T) {
+	epReward := [][]float64{{-1, 1}, {2, 2}, {0, 6}}
+	std := []float64{float64(float32(math.Sqrt2)), 0, float64(float32(3 * math.Sqrt2))}
+	ids := []int{43, 26, 9}
+	layout := func(mode string) (episodes []int) {
+		counts := []int{3, 1, 2, 4, 1, 5}
+		if mode == "episodes" {
+			counts = []int{1, 1, 1, 1, 1, 1}
+		}
+		if mode == "interleaved_turns" {
+			for turn := range 5 {
+				for e, c := range counts {
+					if turn < c {
+						episodes = append(episodes, e)
+					}
+				}
+			}
+			return episodes
+		}
+		for e, c := range counts {
+			for range c {
+				episodes = append(episodes, e)
+			}
+		}
+		return episodes
+	}
+	settings := []struct {
+		strategy    string
+		value       float64
+		includeZero bool
+		want        []int
+	}{
+		{StrategyTopP, 1.0, true, []int{0, 1, 2}},
+		{StrategyTopP, 1.0, false, []int{0, 2}},
+		{StrategyTopP, 0.9, true, []int{2, 0}},
+		{StrategyTopP, 0.5, true, []int{2}},
+		{StrategyTopK, 0.5, true, []int{2}},
+		{StrategyMinP, 0.75, true, []int{2}},
+	}
+	for _, mode := range []string{"episodes", "turns", "interleaved_turns"} {
+		for _, s := range settings {
+			episodes := layout(mode)
+			b := Batch{}
+			for _, e := range episodes {
+				b.Rewards = append(b.Rewards, epReward[e/2][e%2])
+				b.GroupIDs = append(b.GroupIDs, ids[e/2])
+				b.EpisodeIDs = append(b.EpisodeIDs, 3*e+101)
+			}
+			if mode == "episodes" {
+				b.EpisodeIDs = nil
+			}
+			cfg := cfgWith(s.strategy, s.value, groups(3), func(c *Config) { c.IncludeZero = s.includeZero })
+			res, err := Apply(b, cfg)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", mode, s, err)
+			}
+			if !reflect.DeepEqual(res.SelectedGroups, s.want) {
+				t.Fatalf("%s %+v: selected %v", mode, s, res.SelectedGroups)
+			}
+			sel := map[int]bool{}
+			var wantIDs []int
+			for _, g := range s.want {
+				sel[g] = true
+				wantIDs = append(wantIDs, ids[g])
+			}
+			var wantKept []int
+			var wantStd []float64
+			for r, e := range episodes {
+				if sel[e/2] {
+					wantKept = append(wantKept, r)
+					wantStd = append(wantStd, std[e/2])
+				}
+			}
+			if !reflect.DeepEqual(res.Kept, wantKept) || !reflect.DeepEqual(res.RewardStd, wantStd) {
+				t.Fatalf("%s %+v: kept %v std %v, want %v %v", mode, s, res.Kept, res.RewardStd, wantKept, wantStd)
+			}
+			if !reflect.DeepEqual(res.RewardMatrix, epReward) || !reflect.DeepEqual(res.GroupRewardStd, std) ||
+				!reflect.DeepEqual(res.GroupIDs, ids) || !reflect.DeepEqual(res.SelectedGroupIDs, wantIDs) {
+				t.Fatalf("%s %+v: private entries %v %v %v %v", mode, s, res.RewardMatrix, res.GroupRewardStd, res.GroupIDs, res.SelectedGroupIDs)
+			}
+			checkMetrics(t, res.Metrics, map[string]float64{MetricKeptRatio: float64(float32(float64(len(s.want)) / 3))})
+		}
 	}
 }

@@ -76,7 +76,7 @@ func SplitBuckets(rewardStd []float64, groupIDs []int, cfg Config) ([]Bucket, er
 	} else {
 		gs := cfg.GroupSize
 		if gs < 1 || n%gs != 0 {
-			return nil, fmt.Errorf("filter: batch size (%d) must be divisible by group_size (%d) for bucketization", n, gs)
+			return nil, fmt.Errorf("filter: Batch size (%d) must be divisible by group_size (%d) for bucketization.", n, gs)
 		}
 		ids = make([]int, n/gs)
 		for g := range ids {

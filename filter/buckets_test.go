@@ -137,7 +137,7 @@ func TestSplitBucketsGroupMeanAndNaN(t *testing.T) {
 
 func TestSplitBucketsErrors(t *testing.T) {
 	if _, err := SplitBuckets([]float64{1, 2, 3, 4, 5}, nil, bucketCfg(BucketQuantile, 6, 2)); err == nil ||
-		!strings.Contains(err.Error(), "batch size (5) must be divisible by group_size (2) for bucketization") {
+		!strings.Contains(err.Error(), "Batch size (5) must be divisible by group_size (2) for bucketization.") {
 		t.Fatalf("err %v", err)
 	}
 	if _, err := SplitBuckets([]float64{1}, []int{1, 2}, bucketCfg(BucketQuantile, 6, 2)); err == nil {

@@ -135,11 +135,11 @@ func CodeDefaultConfig() Config {
 	return c
 }
 
-// NormalizeMetric resolves a metric name as upstream does: lower-cased,
-// empty → reward_variance, reward_std → reward_variance, entropy_std →
+// NormalizeMetric resolves a metric name as upstream does (build_rollout_filter):
+// lower-cased (no trimming), empty → reward_variance, reward_std → reward_variance, entropy_std →
 // entropy_variance. Unknown names give an error listing the valid ones.
 func NormalizeMetric(name string) (string, error) {
-	m := strings.ToLower(strings.TrimSpace(name))
+	m := strings.ToLower(name)
 	switch m {
 	case "":
 		return MetricNameRewardVariance, nil
@@ -153,8 +153,8 @@ func NormalizeMetric(name string) (string, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("filter: unsupported rollout filter metric %q (valid: %s; aliases reward_std, entropy_std)",
-		name, strings.Join(validMetrics, ", "))
+	return "", fmt.Errorf("filter: Unsupported rollout filter metric: %s (valid: %s; aliases reward_std, entropy_std)",
+		m, strings.Join(validMetrics, ", "))
 }
 
 func oneOf(field, got string, valid []string) error {

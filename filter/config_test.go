@@ -41,7 +41,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		`unknown rollout_filter_strategy "top_q" (valid: top_p, top_k, top_k_abs, min_p)`,
 		`unknown rollout_filter_type "middle" (valid: largest, smallest)`,
 		`unknown rollout_filter_top_p_prob_mode "cubic" (valid: linear, softmax)`,
-		`unsupported rollout filter metric "kl"`,
+		`Unsupported rollout filter metric: kl`,
 		`unknown gradient_analysis_bucket_mode "decile"`,
 		`gradient_analysis_num_buckets must be ≥ 1`,
 		`num_groups`,
@@ -65,8 +65,12 @@ func TestNormalizeMetric(t *testing.T) {
 			t.Errorf("NormalizeMetric(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := NormalizeMetric("loss"); err == nil {
-		t.Fatal("want error")
+	// Upstream only lower-cases ((metric or "reward_variance").lower()):
+	// surrounding spaces make an unknown name.
+	for _, bad := range []string{"loss", " reward", "length "} {
+		if _, err := NormalizeMetric(bad); err == nil {
+			t.Fatalf("NormalizeMetric(%q): want error", bad)
+		}
 	}
 }
 

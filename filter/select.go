@@ -118,8 +118,7 @@ func selectGroups(all []float32, cfg Config) ([]int, error) {
 			}
 			return []int{}, nil
 		default:
-			return nil, fmt.Errorf("filter: unknown top_p_prob_mode %q (valid: %s)",
-				cfg.TopPProbMode, strings.Join(validProbModes, ", "))
+			return nil, fmt.Errorf("filter: Unknown top_p_prob_mode: %s. Expected one of {'linear', 'softmax'}.", cfg.TopPProbMode)
 		}
 	case StrategyTopK, StrategyTopKAbs:
 		var k int
@@ -167,7 +166,7 @@ func selectGroups(all []float32, cfg Config) ([]int, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("filter: unknown strategy %q (valid: %s)",
+		return nil, fmt.Errorf("filter: Unknown strategy: %s (valid: %s)",
 			cfg.Strategy, strings.Join(validStrategies, ", "))
 	}
 }
@@ -183,7 +182,7 @@ func (c Config) numGroupsFor(n int) int {
 }
 
 func errFilterType(t string) error {
-	return fmt.Errorf("filter: invalid rollout filter type %q (valid: %s)", t, strings.Join(validTypes, ", "))
+	return fmt.Errorf("filter: Invalid rollout filter type: %s (valid: %s)", t, strings.Join(validTypes, ", "))
 }
 
 // truncInt is Python's int() on a float: truncation toward zero, clamped to

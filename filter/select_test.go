@@ -150,12 +150,12 @@ func TestSelectErrors(t *testing.T) {
 		cfg    Config
 		want   string // substring of the error; "" = no error
 	}{
-		{"unknown strategy", []float64{1, 2}, cfgWith("top_q", 0.5), `unknown strategy "top_q" (valid: top_p, top_k, top_k_abs, min_p)`},
-		{"unknown prob mode", []float64{1, 2}, cfgWith(StrategyTopP, 0.5, func(c *Config) { c.TopPProbMode = "cubic" }), `unknown top_p_prob_mode "cubic"`},
-		{"bad type linear", []float64{1, 2}, cfgWith(StrategyTopP, 0.5, func(c *Config) { c.FilterType = "big" }), `invalid rollout filter type "big"`},
-		{"bad type top_k", []float64{1, 2}, cfgWith(StrategyTopK, 0.5, func(c *Config) { c.FilterType = "big" }), `invalid rollout filter type`},
-		{"bad type min_p", []float64{1, 2}, cfgWith(StrategyMinP, 0.5, func(c *Config) { c.FilterType = "big" }), `invalid rollout filter type`},
-		{"bad type softmax", []float64{1, 2}, cfgWith(StrategyTopP, 0.5, softmaxMode, func(c *Config) { c.FilterType = "big" }), `invalid rollout filter type`},
+		{"unknown strategy", []float64{1, 2}, cfgWith("top_q", 0.5), `Unknown strategy: top_q (valid: top_p, top_k, top_k_abs, min_p)`},
+		{"unknown prob mode", []float64{1, 2}, cfgWith(StrategyTopP, 0.5, func(c *Config) { c.TopPProbMode = "cubic" }), "Unknown top_p_prob_mode: cubic. Expected one of {'linear', 'softmax'}."},
+		{"bad type linear", []float64{1, 2}, cfgWith(StrategyTopP, 0.5, func(c *Config) { c.FilterType = "big" }), `Invalid rollout filter type: big (valid: largest, smallest)`},
+		{"bad type top_k", []float64{1, 2}, cfgWith(StrategyTopK, 0.5, func(c *Config) { c.FilterType = "big" }), `Invalid rollout filter type: big`},
+		{"bad type min_p", []float64{1, 2}, cfgWith(StrategyMinP, 0.5, func(c *Config) { c.FilterType = "big" }), `Invalid rollout filter type: big`},
+		{"bad type softmax", []float64{1, 2}, cfgWith(StrategyTopP, 0.5, softmaxMode, func(c *Config) { c.FilterType = "big" }), `Invalid rollout filter type: big`},
 		// Upstream checks nothing on these paths: value ≥ 1 returns first,
 		// and an empty candidate set returns before the strategy dispatch.
 		{"bad type value>=1", []float64{1, 2}, cfgWith(StrategyTopP, 1, func(c *Config) { c.FilterType = "big" }), ""},
