@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -354,39 +353,35 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 		mergeReward, moved = move(e.grid, a.ID)
 	}
 	res := env.StepResult{}
-	var raw any
-	done := false
+	// Upstream's info: the three flags first, max_tile (and success when
+	// max_tile ≥ 2048) only on the terminal step.
+	info := env.Info{"action_is_effective": moved, "action_is_valid": moved, "success": false}
+	raw := InvalidActScore
 	if moved {
 		e.spawn()
 		e.score += mergeReward
-		raw = mergeReward
-		done = !e.hasEmpty() && !e.canMove(0) && !e.canMove(1) && !e.canMove(2) && !e.canMove(3)
-	} else {
-		raw = InvalidActScore
+		raw = float64(mergeReward) // float(reward_merge)
+		res.Done = !e.hasEmpty() && !e.canMove(0) && !e.canMove(1) && !e.canMove(2) && !e.canMove(3)
+		if res.Done {
+			maxTile := e.MaxTile()
+			info["max_tile"] = maxTile
+			info["success"] = maxTile >= 2048
+		}
 	}
-	switch {
-	case e.cfg.UseLogReward && moved && mergeReward > 0:
-		res.Reward = 0.1 * math.Log2(float64(mergeReward)+1)
-	case e.cfg.UseLogReward:
+	// The returned reward is always a Python float: raw (float) or, with
+	// use_log_reward, float(np.log2(raw + 1.0)) * 0.1 for raw > 0 else 0.0.
+	res.Reward = raw
+	if e.cfg.UseLogReward {
 		res.Reward = 0.0
-	case moved:
-		res.Reward = float64(mergeReward)
-		res.RewardIsInt = true
-	default:
-		res.Reward = InvalidActScore
+		if raw > 0 {
+			res.Reward = log2(raw+1.0) * 0.1
+		}
 	}
-	maxTile := e.MaxTile()
-	res.Done = done
-	res.Info = env.Info{
-		"action_is_valid":     moved,
-		"action_is_effective": moved,
-		"grid":                e.Grid(),
-		"action_mask":         e.actionMask(),
-		"score":               e.score,
-		"raw_reward":          raw,
-		"max_tile":            maxTile,
-		"success":             maxTile >= 2048,
-	}
+	info["grid"] = e.Grid()
+	info["action_mask"] = e.actionMask()
+	info["score"] = e.score
+	info["raw_reward"] = raw
+	res.Info = info
 	res.Observation = e.Render()
 	return res, nil
 }

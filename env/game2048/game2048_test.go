@@ -89,10 +89,10 @@ func TestStepTable(t *testing.T) {
 		done        bool
 		grid        [][]int
 		score       int
-		raw         any
+		raw         float64 // float(reward_merge) or -0.1
 		valid       bool
 		mask        []int
-		maxTile     int
+		maxTile     int // in info only on the terminal step (0: absent)
 		success     bool
 		golden      string
 	}
@@ -113,14 +113,15 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{2, 2, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 4}, {0, 0, 0, 4}},
 			action: Left, floats: []float64{0.95}, ints: []int{0},
 			want: want{reward: 0.23219280948873622, grid: [][]int{{4, 4, 0, 0}, {0, 0, 0, 0}, {4, 0, 0, 0}, {4, 0, 0, 0}},
-				score: 4, raw: 4, valid: true, mask: []int{1, 1, 1, 1}, maxTile: 4, golden: "after_left.golden"},
+				score: 4, raw: 4, valid: true, mask: []int{1, 1, 1, 1}, golden: "after_left.golden"},
 		},
 		{
 			name: "merge raw", logRew: false,
 			grid:   [][]int{{2, 2, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 4}, {0, 0, 0, 4}},
 			action: Left, floats: []float64{0.95}, ints: []int{0},
-			want: want{reward: 4, rewardIsInt: true, grid: [][]int{{4, 4, 0, 0}, {0, 0, 0, 0}, {4, 0, 0, 0}, {4, 0, 0, 0}},
-				score: 4, raw: 4, valid: true, mask: []int{1, 1, 1, 1}, maxTile: 4, golden: "after_left.golden"},
+			// Upstream returns raw_reward = float(reward_merge): a float, printed "4.0".
+			want: want{reward: 4, grid: [][]int{{4, 4, 0, 0}, {0, 0, 0, 0}, {4, 0, 0, 0}, {4, 0, 0, 0}},
+				score: 4, raw: 4, valid: true, mask: []int{1, 1, 1, 1}, golden: "after_left.golden"},
 		},
 		{
 			// Up does nothing: no spawn (nothing scripted), penalty erased by the log reward.
@@ -128,14 +129,14 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 			action: Up,
 			want: want{reward: 0.0, grid: [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
-				raw: -0.1, mask: []int{0, 1, 1, 0}, maxTile: 2, golden: "corner.golden"},
+				raw: -0.1, mask: []int{0, 1, 1, 0}, golden: "corner.golden"},
 		},
 		{
 			name: "invalid raw", logRew: false,
 			grid:   [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 			action: Left,
 			want: want{reward: -0.1, grid: [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
-				raw: -0.1, mask: []int{0, 1, 1, 0}, maxTile: 2, golden: "corner.golden"},
+				raw: -0.1, mask: []int{0, 1, 1, 0}, golden: "corner.golden"},
 		},
 		{
 			// Left slides row 3 [0,4,2,8] → [4,2,8,0]; the only empty cell gets a 2
@@ -147,12 +148,23 @@ func TestStepTable(t *testing.T) {
 				score: 100, raw: 0, valid: true, mask: []int{0, 0, 0, 0}, maxTile: 8, golden: "stuck.golden"},
 		},
 		{
-			// 1024+1024 → 2048: success; spawn empties[2] = (0,3) as a 2.
+			// 1024+1024 → 2048; spawn empties[2] = (0,3) as a 2. Not terminal, so
+			// upstream reports neither max_tile nor success. 0.1·log2(2049).
 			name: "2048", logRew: true,
 			grid:   [][]int{{1024, 1024, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 			action: Left, floats: []float64{0.1}, ints: []int{2},
 			want: want{reward: 1.1000704269011246, grid: [][]int{{2048, 0, 0, 2}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
-				score: 2048, raw: 2048, valid: true, mask: []int{0, 1, 1, 1}, maxTile: 2048, success: true},
+				score: 2048, raw: 2048, valid: true, mask: []int{0, 1, 1, 1}},
+		},
+		{
+			// Left merges 1024+1024 in row 3 → [2048,8,16,0]; the spawn fills (3,3)
+			// with a 2 and nothing can move: terminal with max_tile 2048, success.
+			// Reward 0.1·log2(2049) = 1.1000704269011246.
+			name: "terminal 2048", logRew: true,
+			grid:   [][]int{{2, 4, 2, 4}, {4, 2, 4, 2}, {2, 4, 2, 4}, {1024, 1024, 8, 16}},
+			action: Left, floats: []float64{0.5}, ints: []int{0},
+			want: want{reward: 1.1000704269011246, done: true, grid: [][]int{{2, 4, 2, 4}, {4, 2, 4, 2}, {2, 4, 2, 4}, {2048, 8, 16, 2}},
+				score: 2048, raw: 2048, valid: true, mask: []int{0, 0, 0, 0}, maxTile: 2048, success: true},
 		},
 	}
 	for _, tc := range tests {
@@ -169,11 +181,15 @@ func TestStepTable(t *testing.T) {
 			assert.Equal(t, w.rewardIsInt, res.RewardIsInt)
 			assert.Equal(t, w.done, res.Done)
 			assert.Equal(t, w.grid, e.Grid())
-			assert.Equal(t, env.Info{
+			wantInfo := env.Info{
 				"action_is_valid": w.valid, "action_is_effective": w.valid, "grid": w.grid,
 				"action_mask": w.mask, "score": w.score, "raw_reward": w.raw,
-				"max_tile": w.maxTile, "success": w.success,
-			}, res.Info)
+				"success": w.success,
+			}
+			if w.maxTile != 0 {
+				wantInfo["max_tile"] = w.maxTile
+			}
+			assert.Equal(t, wantInfo, res.Info)
 			if w.golden != "" {
 				assert.Equal(t, golden(t, w.golden), e.Render())
 			}
@@ -308,8 +324,8 @@ func TestPlayToEnd(t *testing.T) {
 	for step := 0; step < 100000; step++ {
 		res, err := e.Step(context.Background(), env.Action{ID: step % 4})
 		require.NoError(t, err)
-		if r, ok := res.Info["raw_reward"].(int); ok {
-			sum += r
+		if r := res.Info["raw_reward"].(float64); r > 0 {
+			sum += int(r)
 		}
 		if res.Done {
 			assert.Equal(t, sum, e.Score())
