@@ -39,17 +39,50 @@ func (n NumSamples) String() string {
 	return strconv.Itoa(int(n))
 }
 
-// UnmarshalYAML accepts a positive integer or the string "all"; null and
-// every other value are errors.
+// UnmarshalYAML reads num_samples as upstream's trainer does: a string must
+// be "all" (any case); a number is converted with Python's int() (a float
+// is truncated toward zero, true counts as 1) and must then be > 0; null
+// and every other value are errors.
 func (n *NumSamples) UnmarshalYAML(node *yaml.Node) error {
+	bad := func() error {
+		return fmt.Errorf("collapse: num_samples (line %d) must be a positive integer or \"all\", got %q", node.Line, node.Value)
+	}
 	if node.Kind != yaml.ScalarNode || node.Tag == "!!null" {
 		return fmt.Errorf("collapse: num_samples (line %d) must be a positive integer or \"all\"", node.Line)
 	}
-	v, err := ParseNumSamples(node.Value)
-	if err != nil {
-		return fmt.Errorf("%w (line %d)", err, node.Line)
+	var v int64
+	switch node.ShortTag() {
+	case "!!str":
+		if !strings.EqualFold(node.Value, "all") {
+			return bad()
+		}
+		*n = AllSamples
+		return nil
+	case "!!int":
+		if err := node.Decode(&v); err != nil {
+			return bad()
+		}
+	case "!!float":
+		var f float64
+		if err := node.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= 1<<62 {
+			return bad()
+		}
+		v = int64(f) // int(): truncation toward zero
+	case "!!bool":
+		var b bool
+		if err := node.Decode(&b); err != nil {
+			return bad()
+		}
+		if b {
+			v = 1
+		}
+	default:
+		return bad()
 	}
-	*n = v
+	if v <= 0 || v > math.MaxInt32 {
+		return bad()
+	}
+	*n = NumSamples(v)
 	return nil
 }
 

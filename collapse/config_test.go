@@ -49,7 +49,11 @@ func TestConfigYAML(t *testing.T) {
 	}
 	for src, ok := range map[string]bool{
 		"num_samples: 32": true, "num_samples: all": true, "num_samples: null": false, "num_samples: 0": false,
-		"num_samples: -3": false, "num_samples: some": false, "num_samples: [1]": false, "num_samples: 1.5": false,
+		"num_samples: -3": false, "num_samples: some": false, "num_samples: [1]": false,
+		// Upstream: a string must be "all"; numbers go through int(), so
+		// 1.5 → 1 and 0.5 → 0 (rejected); true is 1.
+		"num_samples: 1.5": true, "num_samples: 0.5": false, `num_samples: "64"`: false, "num_samples: true": true,
+		"num_samples: false": false, "num_samples: .nan": false, `num_samples: "All"`: true,
 	} {
 		c := DefaultConfig()
 		err := yaml.Unmarshal([]byte(src), &c)
@@ -137,4 +141,15 @@ func FuzzConfigYAML(f *testing.F) {
 			t.Fatalf("valid config rejected: %v", err)
 		}
 	})
+}
+
+// num_samples values upstream's int() conversion accepts: 64 → 64, 1.9 → 1,
+// true → 1.
+func TestNumSamplesYAMLValues(t *testing.T) {
+	for src, want := range map[string]NumSamples{"64": 64, "1.9": 1, "true": 1, "all": AllSamples, "0x10": 16} {
+		var n NumSamples
+		if err := yaml.Unmarshal([]byte(src), &n); err != nil || n != want {
+			t.Errorf("%s: got %v, %v; want %v", src, n, err, want)
+		}
+	}
 }
