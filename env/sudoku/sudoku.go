@@ -47,7 +47,8 @@ func (c Config) maxNodes() int {
 const defaultGenerateMaxSteps = 5_000_000
 
 // ValidButWrongScore is the reward of a rule-abiding placement that
-// differs from the stored solution (a constant upstream).
+// differs from the stored solution with the default scores: upstream gives
+// correct_placement_score * 0.5.
 const ValidButWrongScore = 0.5
 
 // DefaultConfig returns upstream's defaults.
@@ -327,58 +328,60 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	}
 	e.numSteps++
 	res := env.StepResult{}
-	var errMsg string
-	validNums := []int{}
-	correct, valid, solved := false, false, false
-
+	// Upstream's info per outcome: a rejected action carries the three
+	// flags, error (and valid_numbers for a rule conflict); a placement
+	// carries the flags and correct_placement, steps_remaining,
+	// cells_filled, cells_remaining. Every numeric key becomes a metric, so
+	// the key sets matter.
+	invalid := func(errMsg string) env.Info {
+		res.Reward = e.cfg.InvalidActionScore
+		return env.Info{"action_is_effective": false, "action_is_valid": false, "success": false, "error": errMsg}
+	}
 	p, err := ParseAction(a.Text, e.n)
 	switch {
 	case err != nil:
-		errMsg = err.Error()
-		e.feedback = "❌ Invalid action format: " + errMsg
+		e.feedback = "❌ Invalid action format: " + err.Error()
+		res.Info = invalid(err.Error())
 	case e.initial[p.Row][p.Col]:
-		errMsg = fmt.Sprintf("Cannot modify initial cell at (%d,%d)", p.Row+1, p.Col+1)
-		e.feedback = "❌ " + errMsg
+		e.feedback = fmt.Sprintf("❌ Cannot modify initial cell at (%d,%d)", p.Row+1, p.Col+1)
+		res.Info = invalid("Cannot modify initial cells")
 	default:
 		if where := e.conflictsWith(p.Row, p.Col, p.Num); len(where) > 0 {
-			errMsg = fmt.Sprintf("Invalid placement: %d conflicts with %s", p.Num, strings.Join(where, ", "))
-			e.feedback = "❌ " + errMsg
-			validNums = e.ValidNumbers(p.Row, p.Col)
+			conflict := fmt.Sprintf("%d conflicts with %s", p.Num, strings.Join(where, ", "))
+			e.feedback = "❌ Invalid placement: " + conflict
+			validNums := e.ValidNumbers(p.Row, p.Col)
 			if len(validNums) > 0 {
 				e.feedback += fmt.Sprintf("\n   Valid numbers for (%d,%d): %s", p.Row+1, p.Col+1, pyList(validNums))
 			}
+			res.Info = invalid("Number " + conflict)
+			res.Info["valid_numbers"] = validNums
 			break
 		}
-		valid = true
 		e.grid[p.Row][p.Col] = p.Num
-		correct = e.solution[p.Row][p.Col] == p.Num
+		correct := e.solution[p.Row][p.Col] == p.Num
 		if correct {
 			res.Reward = e.cfg.CorrectPlacementScore
 			e.feedback = fmt.Sprintf("✓ Correct! Placed %d at (%d,%d)", p.Num, p.Row+1, p.Col+1)
 		} else {
-			res.Reward = ValidButWrongScore
+			res.Reward = e.cfg.CorrectPlacementScore * 0.5
 			e.feedback = fmt.Sprintf("⚠ Placed %d at (%d,%d) - Valid but not optimal", p.Num, p.Row+1, p.Col+1)
 		}
-		if e.Solved() {
-			solved = true
+		solved := e.Solved()
+		if solved {
 			res.Reward += e.cfg.CompletionBonus
 			e.feedback += "\n🎉 Congratulations! Puzzle solved!"
 		}
 		res.Done = solved || e.numSteps >= e.cfg.MaxSteps
-	}
-	if !valid {
-		res.Reward = e.cfg.InvalidActionScore
-	}
-	filled, _ := e.counts()
-	res.Info = env.Info{
-		"action_is_valid":   valid,
-		"success":           solved,
-		"correct_placement": correct,
-		"steps_remaining":   e.cfg.MaxSteps - e.numSteps,
-		"cells_filled":      filled,
-		"cells_remaining":   e.n*e.n - filled,
-		"error":             errMsg,
-		"valid_numbers":     validNums,
+		filled, _ := e.counts()
+		res.Info = env.Info{
+			"action_is_effective": true,
+			"action_is_valid":     true,
+			"success":             solved,
+			"correct_placement":   correct,
+			"steps_remaining":     e.cfg.MaxSteps - e.numSteps,
+			"cells_filled":        filled,
+			"cells_remaining":     e.n*e.n - filled,
+		}
 	}
 	res.Observation = e.Render()
 	return res, nil

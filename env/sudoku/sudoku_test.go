@@ -223,29 +223,46 @@ func TestEpisode(t *testing.T) {
 	}
 	steps := []row{
 		// (1,2) is empty and 2 is nowhere in row 1, column 2 or box (1,1); sol = 2.
-		{"place 2 at row 1 col 2", 1.0, false, true, true, "✓ Correct! Placed 2 at (1,2)", "", []int{}},
+		{"place 2 at row 1 col 2", 1.0, false, true, true, "✓ Correct! Placed 2 at (1,2)", "", nil},
 		// No place/at: row 1, col 4, number 4; sol = 4.
-		{"1,4,4", 1.0, false, true, true, "✓ Correct! Placed 4 at (1,4)", "", []int{}},
+		{"1,4,4", 1.0, false, true, true, "✓ Correct! Placed 4 at (1,4)", "", nil},
 		// 4 at (2,1): row 2 holds 4, column 1 does not, box (1,1) holds 4; only 3 fits.
 		{"(2,1,4)", -0.1, false, false, false, "❌ Invalid placement: 4 conflicts with row 2, box (1,1)\n   Valid numbers for (2,1): [3]",
-			"Invalid placement: 4 conflicts with row 2, box (1,1)", []int{3}},
-		{"place 9 at row 1 col 1", -0.1, false, false, false, "❌ Invalid action format: Number 9 is out of range (1-4)", "Number 9 is out of range (1-4)", []int{}},
-		{"place 1 at (1,1)", -0.1, false, false, false, "❌ Cannot modify initial cell at (1,1)", "Cannot modify initial cell at (1,1)", []int{}},
+			"Number 4 conflicts with row 2, box (1,1)", []int{3}},
+		{"place 9 at row 1 col 1", -0.1, false, false, false, "❌ Invalid action format: Number 9 is out of range (1-4)", "Number 9 is out of range (1-4)", nil},
+		{"place 1 at (1,1)", -0.1, false, false, false, "❌ Cannot modify initial cell at (1,1)", "Cannot modify initial cells", nil},
 		{"hello", -0.1, false, false, false, "❌ Invalid action format: Could not parse action: 'hello'. Expected format: 'place 5 at row 2 col 3' or '2,3,5'",
-			"Could not parse action: 'hello'. Expected format: 'place 5 at row 2 col 3' or '2,3,5'", []int{}},
+			"Could not parse action: 'hello'. Expected format: 'place 5 at row 2 col 3' or '2,3,5'", nil},
 		// 1 at (3,3) breaks no rule (row 3: 2,3; column 3: 3,2; box: 3,2) but sol = 4.
-		{"place 1 at 3,3", 0.5, false, true, false, "⚠ Placed 1 at (3,3) - Valid but not optimal", "", []int{}},
+		{"place 1 at 3,3", 0.5, false, true, false, "⚠ Placed 1 at (3,3) - Valid but not optimal", "", nil},
 	}
 	for i, s := range steps {
 		res, err := e.Step(ctx, env.Action{Text: s.action})
 		require.NoError(t, err)
 		assert.Equal(t, s.reward, res.Reward, "step %d", i+1)
 		assert.Equal(t, s.done, res.Done, "step %d", i+1)
-		assert.Equal(t, s.valid, res.Info["action_is_valid"], "step %d", i+1)
-		assert.Equal(t, s.correct, res.Info["correct_placement"], "step %d", i+1)
-		assert.Equal(t, s.err, res.Info["error"], "step %d", i+1)
-		assert.Equal(t, s.validNum, res.Info["valid_numbers"], "step %d", i+1)
-		assert.Equal(t, 20-(i+1), res.Info["steps_remaining"], "step %d", i+1)
+		// Upstream's info key sets: see Step.
+		want := env.Info{"action_is_effective": s.valid, "action_is_valid": s.valid, "success": false}
+		if s.valid {
+			filled := 0
+			for _, r := range e.grid {
+				for _, v := range r {
+					if v != 0 {
+						filled++
+					}
+				}
+			}
+			want["correct_placement"] = s.correct
+			want["steps_remaining"] = 20 - (i + 1)
+			want["cells_filled"] = filled
+			want["cells_remaining"] = 16 - filled
+		} else {
+			want["error"] = s.err
+			if s.validNum != nil {
+				want["valid_numbers"] = s.validNum
+			}
+		}
+		assert.Equal(t, want, res.Info, "step %d", i+1)
 		assert.Equal(t, s.feedback, e.feedback, "step %d", i+1)
 		assert.Equal(t, e.Render(), res.Observation)
 	}
@@ -495,4 +512,21 @@ func TestUniqueSolution16(t *testing.T) {
 	c, done := countSolutions(newGrid(16), 2, 1000)
 	assert.Equal(t, 2, c) // an empty board: two solutions found quickly
 	assert.True(t, done)
+}
+
+// Upstream rewards a rule-abiding but wrong placement with
+// correct_placement_score * 0.5: with the score set to 2.0 that is 1.0.
+func TestValidButWrongIsHalfTheScore(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GridSize, cfg.MaxSteps, cfg.CorrectPlacementScore = 4, 20, 2.0
+	e, err := NewFromPuzzle(cfg, puz4, sol4)
+	require.NoError(t, err)
+	// 1 at (3,3) breaks no rule but the solution has 4 there (see TestEpisode).
+	res, err := e.Step(context.Background(), env.Action{Text: "place 1 at 3,3"})
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, res.Reward)
+	// 2 at (1,2) is the solution's value: the full score.
+	res, err = e.Step(context.Background(), env.Action{Text: "place 2 at row 1 col 2"})
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, res.Reward)
 }
