@@ -83,3 +83,30 @@ func (r *recordingScorer) ScoreReasoning(ctx context.Context, ps []Pair) ([]Scor
 	}
 	return inputDriven.ScoreReasoning(ctx, ps)
 }
+
+// A non-finite marginal std (a row scored −Inf under every prompt) must not
+// make the detector state unwritable; it round-trips exactly, and states
+// written before (plain numbers) still load.
+func TestDetectorStateNonFinite(t *testing.T) {
+	d, err := NewDetector(DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ema[FamilyFirstTurn] = EMA{Std: math.NaN(), StdSeq: math.Inf(-1), Set: true}
+	d.ema[FamilyTrajectory] = EMA{Std: 0.25, StdSeq: math.Inf(1), Set: true}
+	b, err := d.MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := NewDetector(DefaultConfig(), nil)
+	if err := e.UnmarshalState(b); err != nil {
+		t.Fatal(err)
+	}
+	ft, tr := e.EMAState(FamilyFirstTurn), e.EMAState(FamilyTrajectory)
+	if !math.IsNaN(ft.Std) || !math.IsInf(ft.StdSeq, -1) || !ft.Set || tr != (EMA{Std: 0.25, StdSeq: math.Inf(1), Set: true}) {
+		t.Fatalf("round trip: %+v %+v (%s)", ft, tr, b)
+	}
+	if err := e.UnmarshalState([]byte(`{"x":{"Std":1.5,"StdSeq":2,"Set":true}}`)); err != nil || e.EMAState("x") != (EMA{1.5, 2, true}) {
+		t.Fatalf("plain state: %v %+v", err, e.EMAState("x"))
+	}
+}
