@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -190,7 +191,7 @@ func WriteBucketTable(w io.Writer, buckets []Bucket, totalSamples int) error {
 		if totalSamples > 0 {
 			pct = float64(len(b.Rows)) / float64(totalSamples) * 100
 		}
-		fmt.Fprintf(&sb, "%-20s | %-10d | %10.2f%% | %12.4f\n", b.Name, len(b.Rows), pct, b.RewardStdMean)
+		fmt.Fprintf(&sb, "%-20s | %-10d | %10.2f%% | %12s\n", b.Name, len(b.Rows), pct, pyFixed(b.RewardStdMean, 4))
 	}
 	if !hasAll {
 		fmt.Fprintf(&sb, "%-20s | %-10d | %10.2f%% | %12s\n", BucketAll, 0, 0.0, "N/A")
@@ -198,4 +199,18 @@ func WriteBucketTable(w io.Writer, buckets []Bucket, totalSamples int) error {
 	sb.WriteString(line + "\n\n")
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// pyFixed formats x like Python's f"{x:.<prec>f}": non-finite values are
+// written nan, inf and -inf (Go's %f writes NaN, +Inf, -Inf).
+func pyFixed(x float64, prec int) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(x, 'f', prec, 64)
 }

@@ -179,3 +179,28 @@ func TestWriteBucketTableGolden(t *testing.T) {
 		t.Fatalf("table differs from %s:\n%s", golden, buf.String())
 	}
 }
+
+// Python formats a NaN mean with f"{x:>12.4f}" as "nan" (Go's %f would
+// write NaN): two positional groups of 2 with row stds NaN and 1 → all =
+// mean(NaN, 1) = NaN; quantile over min(6, 2) buckets: bucket_1 = group 1
+// (1.0), bucket_2 = group 0 (NaN sorts last).
+func TestWriteBucketTableNaN(t *testing.T) {
+	bs, err := SplitBuckets([]float64{math.NaN(), math.NaN(), 1, 1}, nil, bucketCfg(BucketQuantile, 6, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteBucketTable(&buf, bs, 4); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("-", 80)
+	want := "\n[Gradient Analysis] Bucket Distribution (Total Samples: 4)\n" + line + "\n" +
+		"Bucket               | Count      | Percentage   | Avg Reward Std \n" + line + "\n" +
+		"all                  | 4          |     100.00% |          nan\n" +
+		"bucket_1             | 2          |      50.00% |       1.0000\n" +
+		"bucket_2             | 2          |      50.00% |          nan\n" +
+		line + "\n\n"
+	if got := buf.String(); got != want {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+}
