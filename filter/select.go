@@ -238,7 +238,7 @@ func sortOrder(v []float32, descending bool) []int {
 	return order
 }
 
-// softmax32 is torch.softmax over a float32 vector: exp(x − max) / Σ.
+// softmax32 is torch.softmax over a float32 vector: exp(x − max) · (1/Σ).
 func softmax32(x []float32) []float32 {
 	out := make([]float32, len(x))
 	if len(x) == 0 {
@@ -251,9 +251,10 @@ func softmax32(x []float32) []float32 {
 		out[i] = e
 		sum += float64(e)
 	}
-	s := float32(sum)
+	// ATen's softmax multiplies by the float32 reciprocal of the sum.
+	inv := 1 / float32(sum)
 	for i := range out {
-		out[i] /= s
+		out[i] *= inv
 	}
 	return out
 }
