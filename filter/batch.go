@@ -518,13 +518,15 @@ type GroupRV struct {
 // GroupRVRows returns this step's group_rv_table rows, one per group in
 // group order (reward metrics only).
 func (r Result) GroupRVRows(step int) []GroupRV {
+	// Upstream marks a row selected when its group *id* is among the
+	// selected ids (so groups sharing an id are marked alike).
 	sel := map[int]bool{}
 	for _, g := range r.SelectedGroups {
-		sel[g] = true
+		sel[r.GroupIDs[g]] = true
 	}
 	out := make([]GroupRV, len(r.GroupRewardStd))
 	for g, s := range r.GroupRewardStd {
-		out[g] = GroupRV{Step: step, GroupID: r.GroupIDs[g], RewardStd: s, Selected: sel[g]}
+		out[g] = GroupRV{Step: step, GroupID: r.GroupIDs[g], RewardStd: s, Selected: sel[r.GroupIDs[g]]}
 	}
 	return out
 }

@@ -492,3 +492,18 @@ func TestApplyUpstreamAlignment(t *testing.T) {
 		}
 	}
 }
+
+// group_rv_table marks rows by group id like upstream (int(group_id) in
+// selected ids): two positional groups that share id 5, top_k keeps group 1
+// (std √2 > 0), and both rows read selected.
+func TestGroupRVRowsByID(t *testing.T) {
+	res, err := Apply(Batch{Rewards: []float64{1, 1, 0, 2}, GroupIDs: []int{5, 5, 5, 5}}, cfgWith(StrategyTopK, 0.5, groups(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := float64(float32(math.Sqrt2))
+	want := []GroupRV{{3, 5, 0, true}, {3, 5, s, true}}
+	if got := res.GroupRVRows(3); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%v", got)
+	}
+}
