@@ -423,25 +423,36 @@ func normalizeScores(x []float32, outs []*EnvOutput, rn RewardNormalizationConfi
 			return nil, fmt.Errorf("ragen: reward_normalization.grouping %q, want state, inductive or batch", rn.Grouping)
 		}
 	}
-	var norm func([]float64) []float64
-	meanStd := func(v []float64) []float64 {
-		mu, sd := meanSampleStd(v)
-		out := make([]float64, len(v))
-		if !(sd > 1e-6) { // NaN (one member) or ~0 → zeros
+	// Upstream works on float32 tensors: the group mean and std are rounded
+	// to float32 and the elementwise steps are float32 operations.
+	stats := func(v []float32) (mu, sd float32) {
+		w := make([]float64, len(v))
+		for i, x := range v {
+			w[i] = float64(x)
+		}
+		m, d := meanSampleStd(w)
+		return float32(m), float32(d)
+	}
+	meanStd := func(v []float32) []float32 {
+		mu, sd := stats(v)
+		out := make([]float32, len(v))
+		if !(float64(sd) > 1e-6) { // NaN (one member) or ~0 → zeros
 			return out
 		}
+		den := sd + float32(1e-6)
 		for i := range v {
-			out[i] = (v[i] - mu) / (sd + 1e-6)
+			out[i] = (v[i] - mu) / den
 		}
 		return out
 	}
+	var norm func([]float32) []float32
 	switch rn.Method {
 	case "identity":
-		norm = func(v []float64) []float64 { return v }
+		norm = func(v []float32) []float32 { return v }
 	case "mean":
-		norm = func(v []float64) []float64 {
-			mu, _ := meanSampleStd(v)
-			out := make([]float64, len(v))
+		norm = func(v []float32) []float32 {
+			mu, _ := stats(v)
+			out := make([]float32, len(v))
 			for i := range v {
 				out[i] = v[i] - mu
 			}
@@ -450,10 +461,10 @@ func normalizeScores(x []float32, outs []*EnvOutput, rn RewardNormalizationConfi
 	case "mean_std":
 		norm = meanStd
 	case "asym_clip":
-		norm = func(v []float64) []float64 {
+		norm = func(v []float32) []float32 {
 			out := meanStd(v)
 			for i := range out {
-				out[i] = math.Min(3, math.Max(-1, out[i]))
+				out[i] = min(3, max(-1, out[i]))
 			}
 			return out
 		}
@@ -474,12 +485,12 @@ func normalizeScores(x []float32, outs []*EnvOutput, rn RewardNormalizationConfi
 	}
 	for _, k := range order {
 		idx := groups[k]
-		v := make([]float64, len(idx))
+		v := make([]float32, len(idx))
 		for j, i := range idx {
-			v[j] = float64(x[i])
+			v[j] = x[i]
 		}
 		for j, y := range norm(v) {
-			out[idx[j]] = float32(y)
+			out[idx[j]] = y
 		}
 	}
 	return out, nil

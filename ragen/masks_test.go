@@ -2,6 +2,7 @@ package ragen
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -266,3 +267,20 @@ func TestPadLeft(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+// TestNormalizeScoresFloat32: upstream normalises float32 tensors, so the
+// group mean and std are float32 values and (x − μ)/(σ + 1e-6) is computed
+// with float32 operations. x = [−1, 1.9, 0.9] (float32): Σ = 1.8 exactly
+// (float32 1.9 − 1 = float32 0.9), μ = f32(1.8/3), σ = f32(√(Σ(x−μ)²/2)) =
+// 1.4730920, and the third value is f32(f32(0.9 − μ) / f32(σ + 1e-6)) =
+// 0.20365316 (0x3E508A74); computing in float64 and rounding once would
+// give 0.20365313 (0x3E508A72).
+func TestNormalizeScoresFloat32(t *testing.T) {
+	x := []float32{-1, 1.9, 0.9}
+	outs := []*EnvOutput{{}, {}, {}}
+	got, err := normalizeScores(x, outs, RewardNormalizationConfig{Grouping: "batch", Method: "mean_std"})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0x3E508A74), math.Float32bits(got[2]), "%v", got[2])
+	assert.Equal(t, float32(-1.08615005), got[0])
+	assert.Equal(t, float32(0.88249689), got[1])
+}
