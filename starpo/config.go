@@ -33,8 +33,10 @@ type Config struct {
 	PeakFLOPs float64 `yaml:"ragen_peak_flops"`
 	// UpstreamFrozenLR keeps upstream RAGEN's behaviour of never advancing
 	// the actor's LR scheduler (the LR stays at its step-0 value, so a
-	// warm-up keeps it at 0 forever). Default false: the scheduler advances
-	// once per training step, as veRL's own actor worker does.
+	// warm-up keeps it at 0 forever) and logging no actor/lr. Default true
+	// (upstream; with the default constant schedule and no warm-up the LR
+	// is the same either way). false: the scheduler advances once per actor
+	// update and actor/lr is logged, as veRL's own actor worker does.
 	UpstreamFrozenLR bool `yaml:"ragen_upstream_frozen_lr"`
 }
 
@@ -217,8 +219,9 @@ func defaultOptim(lr float64) OptimConfig {
 func DefaultConfig() Config {
 	one := 1
 	return Config{
-		ModelPath: "Qwen/Qwen2.5-3B-Instruct",
-		Seed:      SeedConfig{Train: 10000, Val: 123},
+		ModelPath:        "Qwen/Qwen2.5-3B-Instruct",
+		UpstreamFrozenLR: true,
+		Seed:             SeedConfig{Train: 10000, Val: 123},
 		ActorRolloutRef: ActorRolloutRefConfig{
 			Actor: ActorConfig{
 				PPOMiniBatchSize: 32, PPOMicroBatchSizePerGPU: 1, UseRef: true,
@@ -444,9 +447,6 @@ func (c Config) Validate() error {
 	}
 	if tr.SaveFreq > 0 && tr.DefaultLocalDir == "" {
 		errs = append(errs, errors.New("trainer.default_local_dir is empty but trainer.save_freq > 0"))
-	}
-	if tr.GradientAnalysisMode && tr.GradientAnalysisEvery < 1 {
-		errs = append(errs, fmt.Errorf("trainer.gradient_analysis_every=%d must be >= 1", tr.GradientAnalysisEvery))
 	}
 	for _, k := range []struct {
 		name string

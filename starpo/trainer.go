@@ -113,6 +113,17 @@ const (
 	MetricTokensPerS         = "perf/tokens_per_s"
 	MetricMFUActor           = "perf/mfu/actor"
 	MetricMFUCritic          = "perf/mfu/critic"
+	MetricExitedAfterGA      = "trainer/exited_after_gradient_analysis"
+
+	// RAGEN's own timing keys (per step and running totals since Fit).
+	MetricTimingTrainStep          = "timing_s/train_step"
+	MetricTimingEvalStep           = "timing_s/eval_step"
+	MetricTimingTrainTotal         = "timing_s/train_total"
+	MetricTimingEvalTotal          = "timing_s/eval_total"
+	MetricTimingCollapseTotal      = "timing_s/collapse_total"
+	MetricTimingCollapseFirstTotal = "timing_s/collapse_first_turn_total"
+	MetricTimingCollapseMultiTotal = "timing_s/collapse_multi_turn_total"
+	MetricTimingTotal              = "timing_s/total"
 )
 
 // Trainer runs StarPO: rollout, filter, advantages, PPO updates,
@@ -129,6 +140,12 @@ type Trainer struct {
 	st trainState // everything a checkpoint restores besides tensors
 
 	actorParams, criticParams int64 // parameter counts (MFU)
+
+	// totals are RAGEN's running timing sums (not checkpointed, as upstream).
+	totals struct {
+		start                                               time.Time
+		train, eval, collapse, collapseFirst, collapseMulti float64
+	}
 }
 
 // trainState is the Go-side state that checkpoints carry.
@@ -266,6 +283,9 @@ func (t *Trainer) Fit(ctx context.Context) (StopReason, error) {
 		return "", err
 	}
 	tr := t.cfg.Trainer
+	t.totals.start = time.Now()
+	// Upstream checks val_only only after a val_before_train validation;
+	// with val_before_train false it trains normally.
 	if tr.ValBeforeTrain && tr.ValidationSteps > 0 {
 		met, err := t.Validate(ctx)
 		if err != nil {
@@ -274,9 +294,9 @@ func (t *Trainer) Fit(ctx context.Context) (StopReason, error) {
 		if err := t.log(t.st.Step, met); err != nil {
 			return "", err
 		}
-	}
-	if tr.ValOnly {
-		return StopValOnly, nil
+		if tr.ValOnly {
+			return StopValOnly, nil
+		}
 	}
 	for t.st.Step < tr.TotalTrainingSteps {
 		if err := ctx.Err(); err != nil {
@@ -339,21 +359,20 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 		return nil, "", errors.New("rollout returned no batch")
 	}
 	t.st.SeedCounter += int64(cfg.ESManager.Train.EnvGroups)
-	for k, v := range batch.Metrics {
-		met["train/"+k] = v
-	}
-	// 3. collapse metrics on the unfiltered batch.
-	if collapseOn && batch.Collapse != nil {
-		if err := tm.do("collapse_metrics", func() error {
-			res, err := t.deps.Collapse.Compute(ctx, collapseBatch(batch), t.deps.Scorer, step)
-			if err != nil {
-				return err
-			}
-			maps.Copy(met, res.Metrics)
+	// 3. collapse metrics on the unfiltered batch (upstream times this
+	// stage every step, also when nothing is computed).
+	if err := tm.do("collapse_metrics", func() error {
+		if !collapseOn || batch.Collapse == nil {
 			return nil
-		}); err != nil {
-			return nil, "", fmt.Errorf("collapse metrics: %w", err)
 		}
+		res, err := t.deps.Collapse.Compute(ctx, collapseBatch(batch), t.deps.Scorer, step)
+		if err != nil {
+			return err
+		}
+		maps.Copy(met, res.Metrics)
+		return nil
+	}); err != nil {
+		return nil, "", fmt.Errorf("collapse metrics: %w", err)
 	}
 	r, err := fromBatch(batch)
 	if err != nil {
@@ -370,15 +389,15 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	}); err != nil {
 		return nil, "", err
 	}
-	// 5. empty batch: no update, no validation, no checkpoint.
+	// 5. empty batch: no update, no validation, no checkpoint. Upstream
+	// logs the collapse and filter metrics and these three, nothing else
+	// (no train/ copies, no timing).
 	if empty || kept.B == 0 {
 		t.st.ConsecutiveEmpty++
 		met[MetricRolloutAttempts] = 1
 		met[MetricEmptyAfterFilter] = 1
 		met[MetricConsecutiveEmpty] = float64(t.st.ConsecutiveEmpty)
 		t.st.Step = step
-		tm["step"] = time.Since(stepStart).Seconds()
-		addTiming(met, tm)
 		if n := cfg.ActorRolloutRef.Rollout.EmptyStopSteps; n > 0 && t.st.ConsecutiveEmpty >= n {
 			met[MetricEarlyEmpty] = 1
 			return met, StopEmptyFilteredSteps, nil
@@ -399,6 +418,11 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	b := kept.adjust(cfg.BatchDivisor(), cfg.AgentProxy.BatchAdjustMode, rng)
 	met[MetricBatchSize] = float64(b.B)
 	met[MetricNumMiniBatches] = float64(b.B / cfg.ActorRolloutRef.Actor.PPOMiniBatchSize)
+	// train/ copies of the rollout metrics, only on non-empty steps and
+	// after the batch keys, as upstream.
+	for k, v := range batch.Metrics {
+		met["train/"+k] = v
+	}
 	if b.B == 0 {
 		t.st.Step = step
 		met[MetricSkippedUpdate] = 1
@@ -431,11 +455,14 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	if err := tm.do("adv", func() error { return t.advantages(b, keptRatio, met, &trainable) }); err != nil {
 		return nil, "", err
 	}
+	// Upstream logs trainer/gradient_analysis_only (0 or 1) on every
+	// non-empty step, before the critic update.
+	gaOnly := cfg.Trainer.GradientAnalysisOnly
+	met[MetricGAOnly] = boolMetric(gaOnly)
 	if !trainable {
 		// No token carries a loss: skip both updates (logged), never crash.
 		met[MetricSkippedUpdate] = 1
 	} else {
-		gaOnly := cfg.Trainer.GradientAnalysisOnly
 		// 15. critic update.
 		if t.deps.Critic != nil {
 			if gaOnly {
@@ -444,19 +471,21 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 				return nil, "", err
 			}
 		}
-		// 16. actor update after the critic warm-up.
+		// 16. actor update after the critic warm-up; gradient analysis on
+		// steps 1, 1+every, 1+2·every, … ((step−1) % every == 0; every ≤ 0
+		// never).
 		if cfg.Trainer.CriticWarmup <= step {
-			if cfg.Trainer.GradientAnalysisMode && (gaOnly || step%cfg.Trainer.GradientAnalysisEvery == 0) {
+			if every := cfg.Trainer.GradientAnalysisEvery; cfg.Trainer.GradientAnalysisMode && every > 0 && (step-1)%every == 0 {
 				if err := tm.do("gradient_analysis", func() error { return t.gradientAnalysis(b, met) }); err != nil {
 					return nil, "", err
 				}
 				if cfg.Trainer.ExitAfterGradientAnalysis {
+					met[MetricExitedAfterGA] = 1
 					t.st.Step = step
 					return met, StopGradientAnalysis, nil
 				}
 			}
 			if gaOnly {
-				met[MetricGAOnly] = 1
 				met[MetricActorSkippedGA] = 1
 			} else if err := tm.do("update_actor", func() error { return t.updateActor(b, met) }); err != nil {
 				return nil, "", err
@@ -465,8 +494,9 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	}
 	t.st.Step = step
 	last := step >= cfg.Trainer.TotalTrainingSteps
-	var stop StopReason
-	// 18. validation.
+	// 18. validation, then the low-success early stop: upstream logs the
+	// metrics gathered so far and stops at once (no checkpoint, no data or
+	// timing metrics).
 	if tf := cfg.Trainer.TestFreq; tf > 0 && cfg.Trainer.ValidationSteps > 0 && (last || step%tf == 0) {
 		var vm map[string]float64
 		if err := tm.do("testing", func() (err error) { vm, err = t.Validate(ctx); return err }); err != nil {
@@ -475,7 +505,7 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 		maps.Copy(met, vm)
 		if t.lowValidationSuccess(vm) {
 			met[MetricEarlyLowValSuccess] = 1
-			stop = StopLowValidationSuccess
+			return met, StopLowValidationSuccess, nil
 		}
 	}
 	// 19. checkpoint.
@@ -484,14 +514,21 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 			return nil, "", err
 		}
 	}
+	tm["step"] = time.Since(stepStart).Seconds()
 	// 20. data, timing, throughput.
 	if err := t.dataMetrics(b, met); err != nil {
 		return nil, "", err
 	}
-	tm["step"] = time.Since(stepStart).Seconds()
 	t.perfMetrics(b, tm, met)
-	addTiming(met, tm)
-	return met, stop, nil
+	t.addTiming(met, tm)
+	return met, "", nil
+}
+
+func boolMetric(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func algoSum(x []float64) float64 {
@@ -502,12 +539,32 @@ func algoSum(x []float64) float64 {
 	return s
 }
 
-func addTiming(met map[string]float64, tm timer) {
+// addTiming writes timing_s/<stage> for every timed stage and RAGEN's
+// step and running totals: train_step = step − testing − save_checkpoint −
+// collapse_metrics (≥ 0), eval_step = testing, the *_total sums since Fit
+// started (not checkpointed, as upstream), collapse_{first,multi}_turn_total
+// from the detector's per-step timings, and total = wall time since Fit
+// started.
+func (t *Trainer) addTiming(met map[string]float64, tm timer) {
 	for k, v := range tm {
 		met["timing_s/"+k] = v
 	}
-	if s, ok := tm["step"]; ok {
-		met["timing_s/train_step"] = s - tm["collapse_metrics"]
+	eval, save, coll := tm["testing"], tm["save_checkpoint"], tm["collapse_metrics"]
+	train := max(tm["step"]-eval-save-coll, 0)
+	t.totals.train += train
+	t.totals.eval += eval
+	t.totals.collapse += coll
+	t.totals.collapseFirst += met[collapse.MetricTimingFirstTurn]
+	t.totals.collapseMulti += met[collapse.MetricTimingMultiTurn]
+	met[MetricTimingTrainStep] = train
+	met[MetricTimingEvalStep] = eval
+	met[MetricTimingTrainTotal] = t.totals.train
+	met[MetricTimingEvalTotal] = t.totals.eval
+	met[MetricTimingCollapseTotal] = t.totals.collapse
+	met[MetricTimingCollapseFirstTotal] = t.totals.collapseFirst
+	met[MetricTimingCollapseMultiTotal] = t.totals.collapseMulti
+	if !t.totals.start.IsZero() {
+		met[MetricTimingTotal] = time.Since(t.totals.start).Seconds()
 	}
 }
 

@@ -104,7 +104,19 @@ func TestSmokeBanditGAE(t *testing.T) {
 		}
 		assert.Equal(t, 8.0, met[MetricBatchSize])
 		assert.Equal(t, 2.0, met[MetricNumMiniBatches])
+		// Logged on every non-empty step (0 here), as upstream.
+		assert.Equal(t, 0.0, met[MetricGAOnly], "step %d", step)
+		assert.Contains(t, met, "train/Bandit/success")
+		for _, k := range []string{MetricTimingTrainStep, MetricTimingEvalStep, MetricTimingTrainTotal, MetricTimingEvalTotal,
+			MetricTimingCollapseTotal, MetricTimingCollapseFirstTotal, MetricTimingCollapseMultiTotal, MetricTimingTotal,
+			"timing_s/collapse_metrics", "timing_s/step"} {
+			assert.Contains(t, met, k, "step %d", step)
+		}
+		// train_step = step − testing − save_checkpoint − collapse_metrics.
+		assert.InDelta(t, met["timing_s/step"]-met["timing_s/testing"]-met["timing_s/collapse_metrics"], met[MetricTimingTrainStep], 1e-9)
+		assert.Equal(t, met["timing_s/testing"], met[MetricTimingEvalStep])
 	}
+	assert.NotContains(t, log.byStep(1), MetricActorLR, "RAGEN's actor worker logs no actor/lr")
 	assert.Contains(t, log.byStep(2), "val-env/Bandit/success")
 	assert.Contains(t, log.byStep(0), "val-core/unknown/reward/mean@4")
 	after := snapshot(t, m.actor.Trainable())
@@ -262,6 +274,17 @@ func TestEmptyFilterSkipsAndStops(t *testing.T) {
 	assert.Equal(t, 2.0, log.metrics[1][MetricConsecutiveEmpty])
 	assert.Equal(t, 1.0, log.metrics[1][MetricEarlyEmpty])
 	assert.NotContains(t, log.metrics[0], algo.MetricPGLoss)
+	// Upstream logs only collapse/filter metrics and the three empty-step
+	// keys on an empty step: no train/ copies of the rollout metrics, no
+	// timing.
+	for _, met := range log.metrics {
+		for k := range met {
+			assert.False(t, strings.HasPrefix(k, "timing_s/"), "empty step logged %s", k)
+			if strings.HasPrefix(k, "train/") {
+				assert.Equal(t, MetricRolloutAttempts, k, "empty step logged %s", k)
+			}
+		}
+	}
 	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
 }
 
@@ -360,7 +383,7 @@ func TestGradientAnalysisOnly(t *testing.T) {
 	require.Len(t, log.metrics, 1)
 	met := log.metrics[0]
 	for _, k := range []string{"grad_norm/all/task", "grad_norm/all/entropy", "grad_norm/all/sample_count",
-		"grad_norm/all/per_sample/task", "grad_norm/all/loss/task", MetricGAOnly, MetricActorSkippedGA, MetricCriticSkippedGA} {
+		"grad_norm/all/per_sample/task", "grad_norm/all/loss/policy", "grad_norm/all/loss/entropy", "grad_norm/all/loss/total", MetricGAOnly, MetricActorSkippedGA, MetricCriticSkippedGA} {
 		v, ok := met[k]
 		if assert.True(t, ok, "%s missing", k) {
 			assert.False(t, math.IsNaN(v), k)
@@ -368,9 +391,75 @@ func TestGradientAnalysisOnly(t *testing.T) {
 	}
 	assert.Equal(t, 8.0, met["grad_norm/all/sample_count"])
 	assert.Greater(t, met["grad_norm/all/task"], 0.0)
+	// total = policy + entropy term per micro-batch; upstream's analysis
+	// pass logs no pg_clipfrac etc. (those come from a real update only).
+	assert.InDelta(t, met["grad_norm/all/loss/policy"]+met["grad_norm/all/loss/entropy"], met["grad_norm/all/loss/total"], 1e-12)
+	assert.NotContains(t, met, "grad_norm/all/actor/pg_clipfrac")
 	assert.NotContains(t, met, algo.MetricVFLoss)
 	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
 	assert.Equal(t, cbefore, snapshot(t, m.critic.Trainable()))
+}
+
+// Gradient analysis runs on steps where (step−1) % every == 0 (1, 3, … for
+// every = 2); exit_after_gradient_analysis stops right after it, before the
+// actor update, and logs trainer/exited_after_gradient_analysis.
+func TestGradientAnalysisCadenceAndExit(t *testing.T) {
+	m := newModels(6)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Trainer.TotalTrainingSteps = 3
+	cfg.Trainer.ValBeforeTrain = false
+	cfg.Trainer.TestFreq = 0
+	cfg.Trainer.GradientAnalysisMode = true
+	cfg.Trainer.GradientAnalysisEvery = 2
+	log := &recLogger{}
+	tr := newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 2), log)
+	stop, err := tr.Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, StopFinished, stop)
+	require.Len(t, log.metrics, 3)
+	assert.Contains(t, log.byStep(1), "grad_norm/all/task")
+	assert.NotContains(t, log.byStep(2), "grad_norm/all/task")
+	assert.Contains(t, log.byStep(3), "grad_norm/all/task")
+	assert.Contains(t, log.byStep(2), algo.MetricPGLoss)
+
+	m2 := newModels(7)
+	defer m2.Close()
+	cfg.Trainer.ExitAfterGradientAnalysis = true
+	cfg.Trainer.GradientAnalysisEvery = 1
+	before := snapshot(t, m2.actor.Trainable())
+	log2 := &recLogger{}
+	tr2 := newTestTrainer(t, cfg, m2, banditProxy(t, 2, 4, 2), log2)
+	stop, err = tr2.Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, StopGradientAnalysis, stop)
+	require.Len(t, log2.metrics, 1)
+	assert.Equal(t, 1.0, log2.metrics[0][MetricExitedAfterGA])
+	assert.NotContains(t, log2.metrics[0], algo.MetricPGLoss)
+	assert.Equal(t, before, snapshot(t, m2.actor.Trainable()))
+}
+
+// val_only stops after the val_before_train validation; without
+// val_before_train upstream never reaches the val_only check and trains.
+func TestValOnlyNeedsValBeforeTrain(t *testing.T) {
+	m := newModels(9)
+	defer m.Close()
+	cfg := smallConfig(t.TempDir())
+	cfg.Trainer.TotalTrainingSteps = 1
+	cfg.Trainer.TestFreq = 0
+	cfg.Trainer.ValOnly = true
+	log := &recLogger{}
+	stop, err := newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 2), log).Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, StopValOnly, stop)
+	assert.Equal(t, []int{0}, log.steps)
+
+	cfg.Trainer.ValBeforeTrain = false
+	log = &recLogger{}
+	stop, err = newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 2), log).Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, StopFinished, stop)
+	assert.Equal(t, []int{1}, log.steps)
 }
 
 // Collapse metrics are computed on the unfiltered batch at step 1 and join

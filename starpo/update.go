@@ -372,9 +372,10 @@ func (t *Trainer) updateActor(b *rows, met map[string]float64) error {
 	}
 	lists.reduce(met)
 	if !t.cfg.UpstreamFrozenLR {
+		// veRL's own worker: step the scheduler, log the LR after it.
 		t.st.ActorSchedSteps++
+		met[MetricActorLR] = a.Optim.LR * t.actorLR.Factor(t.st.ActorSchedSteps)
 	}
-	met[MetricActorLR] = a.Optim.LR * t.actorLR.Factor(t.st.ActorSchedSteps)
 	return nil
 }
 
@@ -402,43 +403,58 @@ func (t *Trainer) gradientAnalysis(b *rows, met map[string]float64) error {
 		}
 		sub := b.selectRows(bk.Rows[:n])
 		lists := metricLists{}
-		// Components: task = pg_loss; entropy = −coeff·agg(H); kl = coef·agg(kl).
+		// As RAGEN's dp_actor in grad_component_analysis mode: per component
+		// (task = pg_loss; entropy = −coeff·agg(H); kl = coef·agg(kl)) and
+		// per mini-batch, zero the gradients, backward every micro-batch
+		// (÷ grad_accum), record the gradient norm (no optimizer step).
+		// actor/loss/{policy,entropy,kl} are the per-micro-batch component
+		// values, actor/loss/total their sum; all lists are averaged.
+		lossFn := t.actorLossFn(sub, task)
+		var total []float64
 		for _, comp := range []string{"task", "entropy", "kl"} {
 			if comp == "entropy" && full.EntropyCoeff == 0 || comp == "kl" && !full.UseKLLoss {
 				continue
 			}
-			if err := torch.ZeroGrad(params); err != nil {
-				return err
+			name := comp
+			if comp == "task" {
+				name = "policy"
 			}
-			lossFn := t.actorLossFn(sub, task)
+			k := 0
 			for lo := 0; lo < sub.B; lo += a.PPOMiniBatchSize {
+				if err := torch.ZeroGrad(params); err != nil {
+					return err
+				}
 				mb := rowRange(lo, min(lo+a.PPOMiniBatchSize, sub.B))
 				parts, weights, err := microBatches(mb, a.PPOMicroBatchSizePerGPU, 0, sub.tokens)
 				if err != nil {
 					return err
 				}
-				for k, part := range parts {
+				for j, part := range parts {
 					if err := withScope(func(s *torch.Scope) error {
-						l, mt := t.componentLoss(s, sub, part, comp, full, lossFn)
+						l, _ := t.componentLoss(s, sub, part, comp, full, lossFn)
 						if s.Err() != nil {
 							return s.Err()
 						}
-						lists[filter.ActorLossPrefix+comp] = append(lists[filter.ActorLossPrefix+comp], s.Item(l))
-						if comp == "task" {
-							lists.add(mt.Read(s))
+						v := s.Item(l)
+						lists[filter.ActorLossPrefix+name] = append(lists[filter.ActorLossPrefix+name], v)
+						if k == len(total) {
+							total = append(total, 0)
 						}
-						return s.MulS(l, weights[k]).Backward(nil)
+						total[k] += v
+						k++
+						return s.MulS(l, weights[j]).Backward(nil)
 					}); err != nil {
 						return err
 					}
 				}
+				gn, err := gradNorm(params)
+				if err != nil {
+					return err
+				}
+				lists[filter.ActorGradNormPrefix+comp] = append(lists[filter.ActorGradNormPrefix+comp], gn)
 			}
-			gn, err := gradNorm(params)
-			if err != nil {
-				return err
-			}
-			lists[filter.ActorGradNormPrefix+comp] = []float64{gn}
 		}
+		lists[filter.ActorLossPrefix+"total"] = total
 		if err := torch.ZeroGrad(params); err != nil {
 			return err
 		}
