@@ -33,8 +33,15 @@ type rows struct {
 // T is the response width.
 func (r *rows) T() int { return r.L - 1 }
 
-// fromBatch converts a rollout batch, checking every shape.
-func fromBatch(b *ragen.Batch) (*rows, error) {
+// fromBatch converts a rollout batch, checking every shape (mode unknown:
+// episode ids are kept only when some episode has several rows).
+func fromBatch(b *ragen.Batch) (*rows, error) { return fromBatchMode(b, false) }
+
+// fromBatchMode converts a rollout batch; turnLevel says the context window
+// mode is single_turn or limited_multi_turn, whose batches always carry
+// episode_ids upstream (even when every episode has one row, so that
+// duplicates added by the batch adjustment are de-duplicated in GRPO).
+func fromBatchMode(b *ragen.Batch, turnLevel bool) (*rows, error) {
 	n := len(b.InputIDs)
 	if n == 0 {
 		return &rows{}, nil
@@ -77,7 +84,7 @@ func fromBatch(b *ragen.Batch) (*rows, error) {
 		for _, e := range b.EpisodeIDs {
 			seen[e] = true
 		}
-		if len(seen) < n {
+		if turnLevel || len(seen) < n {
 			r.episodeIDs = slices.Clone(b.EpisodeIDs)
 		}
 	}

@@ -237,3 +237,32 @@ func TestFromBatchEpisodeIDs(t *testing.T) {
 	assert.Nil(t, r.episodeIDs)
 	assert.Equal(t, []float64{1, 0, 2}, r.scores.Data)
 }
+
+// In the turn-level modes upstream's batch always carries episode_ids, even
+// when every episode has one row (e.g. single_turn with max_turn 1), so the
+// rows the batch adjustment duplicates are counted once in GRPO.
+func TestFromBatchTurnLevelKeepsUniqueEpisodeIDs(t *testing.T) {
+	b := &ragen.Batch{InputIDs: [][]int{{1, 2}, {1, 2}, {1, 2}}, AttentionMask: [][]int{{1, 1}, {1, 1}, {1, 1}},
+		PositionIDs: [][]int{{0, 1}, {0, 1}, {0, 1}}, LossMask: [][]int{{1}, {1}, {1}}, RMScores: [][]float32{{1}, {0}, {2}},
+		GroupIDs: []int{0, 0, 0}, EpisodeIDs: []int{0, 1, 2}}
+	r, err := fromBatchMode(b, true)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 1, 2}, r.episodeIDs)
+	// Duplicate row 2 (as batch_adjust_mode=copy would): GRPO statistics
+	// use scores {1, 0, 2} once each: μ = 1, σ = 1, so row 2 and its copy
+	// get (2−1)/(1+1e-6).
+	d := r.selectRows([]int{0, 1, 2, 2})
+	adv, _, err := algo.GRPO(d.scores, d.mask, d.uids, d.episodeIDs, true, 1e-6)
+	require.NoError(t, err)
+	assert.InDelta(t, 1/(1+1e-6), adv.At(3, 0), 1e-12)
+	assert.InDelta(t, 1/(1+1e-6), adv.At(2, 0), 1e-12)
+	assert.InDelta(t, -1/(1+1e-6), adv.At(1, 0), 1e-12)
+}
+
+// Validation scores: one per row in full mode; one per episode (its first
+// row) in the turn-level modes, as upstream's _validate groups them.
+func TestValidationScoresTurnLevel(t *testing.T) {
+	b := &ragen.Batch{RMScores: [][]float32{{0, 1}, {0, 1}, {0, 0.5}, {2, 0}}, EpisodeIDs: []int{3, 3, 1, 0}}
+	assert.Equal(t, []float64{1, 1, 0.5, 2}, validationScores(b, false))
+	assert.Equal(t, []float64{1, 0.5, 2}, validationScores(b, true))
+}

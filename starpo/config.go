@@ -188,6 +188,24 @@ type ESManagerConfig struct {
 type AgentProxyConfig struct {
 	// BatchAdjustMode is copy (duplicate random rows) or delete.
 	BatchAdjustMode string `yaml:"batch_adjust_mode"`
+	// ContextWindowMode is full (default), single_turn or
+	// limited_multi_turn. In the turn-level modes the batch carries
+	// episode_ids: GRPO counts each (uid, episode) once and validation
+	// scores each episode once (its first row).
+	ContextWindowMode string `yaml:"context_window_mode"`
+}
+
+// Context window modes (agent_proxy.context_window_mode).
+const (
+	ContextFull             = "full"
+	ContextSingleTurn       = "single_turn"
+	ContextLimitedMultiTurn = "limited_multi_turn"
+)
+
+// TurnLevel reports whether the context window mode builds one sample per
+// turn (single_turn, limited_multi_turn).
+func (c AgentProxyConfig) TurnLevel() bool {
+	return c.ContextWindowMode == ContextSingleTurn || c.ContextWindowMode == ContextLimitedMultiTurn
 }
 
 // Resume modes (trainer.resume_mode).
@@ -251,7 +269,7 @@ func DefaultConfig() Config {
 			GradientAnalysisEvery: 50,
 		},
 		ESManager:  ESManagerConfig{Train: EnvSetConfig{EnvGroups: 8, GroupSize: 16}},
-		AgentProxy: AgentProxyConfig{BatchAdjustMode: AdjustCopy},
+		AgentProxy: AgentProxyConfig{BatchAdjustMode: AdjustCopy, ContextWindowMode: ContextFull},
 	}
 }
 
@@ -463,6 +481,11 @@ func (c Config) Validate() error {
 	case AdjustCopy, AdjustDelete:
 	default:
 		errs = append(errs, fmt.Errorf("agent_proxy.batch_adjust_mode=%q is not one of copy, delete", c.AgentProxy.BatchAdjustMode))
+	}
+	switch c.AgentProxy.ContextWindowMode {
+	case "", ContextFull, ContextSingleTurn, ContextLimitedMultiTurn:
+	default:
+		errs = append(errs, fmt.Errorf("agent_proxy.context_window_mode=%q is not one of full, single_turn, limited_multi_turn", c.AgentProxy.ContextWindowMode))
 	}
 	if c.PeakFLOPs < 0 || math.IsNaN(c.PeakFLOPs) {
 		errs = append(errs, fmt.Errorf("ragen_peak_flops=%g must be >= 0", c.PeakFLOPs))

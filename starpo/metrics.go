@@ -118,13 +118,7 @@ func (t *Trainer) Validate(ctx context.Context) (map[string]float64, error) {
 			sums[k] += v
 			counts[k]++
 		}
-		for _, row := range b.RMScores {
-			s := 0.0
-			for _, v := range row {
-				s += float64(v)
-			}
-			rewards = append(rewards, s)
-		}
+		rewards = append(rewards, validationScores(b, t.cfg.AgentProxy.TurnLevel())...)
 	}
 	met := make(map[string]float64, len(sums)+8)
 	for k, v := range sums {
@@ -134,6 +128,34 @@ func (t *Trainer) Validate(ctx context.Context) (map[string]float64, error) {
 		met[k] = v
 	}
 	return met, nil
+}
+
+// validationScores is Σ rm_scores per sample; in the turn-level modes
+// upstream scores each episode once, with its first row's score, in order
+// of first appearance.
+func validationScores(b *ragen.Batch, turnLevel bool) []float64 {
+	rowScore := func(i int) float64 {
+		s := 0.0
+		for _, v := range b.RMScores[i] {
+			s += float64(v)
+		}
+		return s
+	}
+	var out []float64
+	if turnLevel && len(b.EpisodeIDs) == len(b.RMScores) {
+		seen := map[int]bool{}
+		for i, e := range b.EpisodeIDs {
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, rowScore(i))
+			}
+		}
+		return out
+	}
+	for i := range b.RMScores {
+		out = append(out, rowScore(i))
+	}
+	return out
 }
 
 // ValidationRewardMetrics is veRL's process_validation_metrics for RAGEN's

@@ -374,7 +374,7 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	}); err != nil {
 		return nil, "", fmt.Errorf("collapse metrics: %w", err)
 	}
-	r, err := fromBatch(batch)
+	r, err := fromBatchMode(batch, cfg.AgentProxy.TurnLevel())
 	if err != nil {
 		return nil, "", err
 	}
