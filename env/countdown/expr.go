@@ -41,8 +41,12 @@ var errTooLarge = errors.New("integer too large")
 // error, as are ZeroDivisionError and OverflowError cases. Nothing is ever
 // executed.
 func Evaluate(expr string) (Value, error) {
-	p := &parser{src: expr}
-	// eval() ignores leading spaces and tabs.
+	line, err := logicalLine(expr)
+	if err != nil {
+		return Value{}, err
+	}
+	p := &parser{src: line}
+	// eval() ignores leading spaces and tabs (logicalLine dropped them).
 	p.skipSpace()
 	if p.pos == len(p.src) {
 		return Value{}, errors.New("countdown: empty expression")
