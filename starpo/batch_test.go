@@ -266,3 +266,14 @@ func TestValidationScoresTurnLevel(t *testing.T) {
 	assert.Equal(t, []float64{1, 1, 0.5, 2}, validationScores(b, false))
 	assert.Equal(t, []float64{1, 0.5, 2}, validationScores(b, true))
 }
+
+// The trainer's metric lists average every key over micro-/mini-batches
+// except actor/kl_loss and actor/kl_coef, which upstream assigns (last wins).
+func TestMetricListsKLLossLastWins(t *testing.T) {
+	l := metricLists{}
+	l.add(map[string]float64{algo.MetricPGLoss: 1, algo.MetricKLLoss: 0.25, algo.MetricKLCoef: 0.1})
+	l.add(map[string]float64{algo.MetricPGLoss: 3, algo.MetricKLLoss: 0.75, algo.MetricKLCoef: 0.1})
+	got := map[string]float64{}
+	l.reduce(got)
+	assert.Equal(t, map[string]float64{algo.MetricPGLoss: 2, algo.MetricKLLoss: 0.75, algo.MetricKLCoef: 0.1}, got)
+}

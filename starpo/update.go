@@ -236,8 +236,15 @@ func gradNorm(params []*torch.Tensor) (float64, error) {
 // them (veRL's reduce_metrics).
 type metricLists map[string][]float64
 
+// add appends one value per key; the keys upstream assigns instead of
+// appending (algo.LastValueMetric: actor/kl_loss, actor/kl_coef) keep only
+// the latest value.
 func (l metricLists) add(m map[string]float64) {
 	for k, v := range m {
+		if algo.LastValueMetric(k) {
+			l[k] = []float64{v}
+			continue
+		}
 		l[k] = append(l[k], v)
 	}
 }

@@ -40,7 +40,9 @@ func microCount(b, micro int) (int, error) {
 // the mini-batch), and each micro-batch loss is divided by grad_accum =
 // B/micro before backward. Loss is Σ_micro loss/grad_accum, the gradients
 // are those of that sum, and each metric is the mean over micro-batches
-// (upstream appends one value per micro-batch and averages when logging).
+// (upstream appends one value per micro-batch and averages when logging),
+// except actor/kl_loss and actor/kl_coef, which are the last micro-batch's
+// (LastValueMetric).
 func MiniBatchActorLoss(in ActorLossInput, cfg ActorLossConfig, micro int) (ActorLossOutput, map[string]float64, error) {
 	if err := in.LogProb.check("log_prob"); err != nil {
 		return ActorLossOutput{}, nil, err
@@ -73,10 +75,23 @@ func MiniBatchActorLoss(in ActorLossInput, cfg ActorLossConfig, micro int) (Acto
 			out.GradEntropy.Data[i*in.LogProb.T+x] = g / float64(n)
 		}
 		for key, v := range m {
+			if LastValueMetric(key) {
+				metrics[key] = v
+				continue
+			}
 			metrics[key] += v / float64(n)
 		}
 	}
 	return out, metrics, nil
+}
+
+// LastValueMetric reports whether upstream logs a metric of the actor
+// update by assignment instead of appending it: RAGEN's dp_actor sets
+// metrics["actor/kl_loss"] and metrics["actor/kl_coef"] per micro-batch, so
+// the logged value is the last micro-batch's (of the last mini-batch and
+// epoch), not the mean.
+func LastValueMetric(key string) bool {
+	return key == MetricKLLoss || key == MetricKLCoef
 }
 
 // MiniBatchValueLoss is one mini-batch of the critic update: ValueLoss per

@@ -80,3 +80,35 @@ func TestMiniBatchValueLoss(t *testing.T) {
 		t.Error("2 rows, micro 3: want error")
 	}
 }
+
+// actor/kl_loss is assigned (not appended) per micro-batch upstream, so the
+// mini-batch reports the last micro-batch's value; the other metrics are
+// means over micro-batches.
+func TestMiniBatchKLLossIsLastMicroBatch(t *testing.T) {
+	lp, old, adv, ref, ent, mask := randMats(7, 4, 5)
+	for i := 0; i < 4; i++ {
+		mask.Set(i, 0, 1)
+	}
+	in := ActorLossInput{LogProb: lp, OldLogProb: old, Advantages: adv, Mask: mask, Entropy: ent, RefLogProb: ref}
+	cfg := DefaultActorLossConfig()
+	cfg.UseKLLoss, cfg.KLLossType, cfg.KLLossCoef = true, "mse", 0.5
+	_, mm, err := MiniBatchActorLoss(in, cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pg [2]float64
+	var kl [2]float64
+	for k := 0; k < 2; k++ {
+		part := ActorLossInput{LogProb: lp.SliceRows(2*k, 2*k+2), OldLogProb: old.SliceRows(2*k, 2*k+2),
+			Advantages: adv.SliceRows(2*k, 2*k+2), Mask: mask.SliceRows(2*k, 2*k+2), Entropy: ent.SliceRows(2*k, 2*k+2),
+			RefLogProb: ref.SliceRows(2*k, 2*k+2)}
+		_, m, err := ActorLoss(part, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg[k], kl[k] = m[MetricPGLoss], m[MetricKLLoss]
+	}
+	assertClose(t, MetricKLLoss, mm[MetricKLLoss], kl[1], 1e-12)
+	assertClose(t, MetricKLCoef, mm[MetricKLCoef], 0.5, 0)
+	assertClose(t, MetricPGLoss, mm[MetricPGLoss], (pg[0]+pg[1])/2, 1e-12)
+}
