@@ -20,9 +20,7 @@ type Config struct {
 	// EnableResponseMask: loss_mask = response_mask (assistant tokens only);
 	// false trains every token after the system turn.
 	EnableResponseMask bool `yaml:"enable_response_mask"`
-	// Compat selects between upstream's behaviour and the corrected one
-	// for each divergence of doc/divergences/rollout.md (see DefaultConfig
-	// for which is the default).
+	// Compat switches individual upstream bugs back on (all false = sane).
 	Compat UpstreamCompat `yaml:"upstream_compat"`
 }
 
@@ -95,17 +93,12 @@ type RewardNormalizationConfig struct {
 	Method   string `yaml:"method"`   // identity | mean | mean_std | asym_clip
 }
 
-// UpstreamCompat switches individual upstream behaviours listed in
-// doc/divergences/rollout.md on (true) or off (false). Upstream bugs the spec
-// names (truncation, JSONL success) default to the corrected behaviour;
-// upstream's mask layout, which the spec gives as the contract (§3.5), is
-// the default (DefaultConfig sets MaskAlignment).
+// UpstreamCompat re-enables upstream behaviours that doc/divergences/rollout.md
+// lists as bugs. The zero value is the corrected behaviour.
 type UpstreamCompat struct {
-	// MaskAlignment: upstream's loss/response masks and reward columns
-	// (spec §3.5), which train the role header after <|im_start|> and the
-	// first token of the next turn, and put rewards one column after the
-	// last generated token. true in DefaultConfig; false masks exactly the
-	// generated tokens and scores the column predicting each turn's end.
+	// MaskAlignment: upstream's loss/response masks and reward columns, which
+	// train the role header after <|im_start|> and the first token of the
+	// next turn, and put rewards one column after the last generated token.
 	MaskAlignment bool `yaml:"mask_alignment"`
 	// Truncation: upstream's max_model_len truncation that drops
 	// [user, assistant, user-with-Reward] triples (losing the next state and
@@ -163,7 +156,6 @@ func DefaultConfig() Config {
 		},
 		CustomEnvs:         map[string]EnvSpec{},
 		EnableResponseMask: true,
-		Compat:             UpstreamCompat{MaskAlignment: true},
 	}
 }
 

@@ -22,9 +22,6 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 3600, c.Rollout.MaxModelLen)
 	assert.Equal(t, SamplingConfig{DoSample: true, Temperature: 0.5, TopP: 1, TopK: -1}, c.Rollout.ValKwargs)
 	assert.True(t, c.EnableResponseMask)
-	// Upstream's mask layout is the contract (spec §3.5); the named bugs
-	// (§3.7 truncation, §6 JSONL success) default to the corrected behaviour.
-	assert.Equal(t, UpstreamCompat{MaskAlignment: true}, c.Compat)
 	// The env table comes from config/envs.yaml; without it the tag is unknown.
 	assert.ErrorContains(t, c.Validate(), `tag "CoordSokoban" is not in custom_envs`)
 	c.CustomEnvs["CoordSokoban"] = EnvSpec{EnvType: "sokoban", MaxActionsPerTraj: 10, MaxTokens: 120}

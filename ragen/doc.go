@@ -21,9 +21,7 @@
 //   - WriteJSONL / WriteTrajectoryText export trajectories; Evaluate runs
 //     the validation env set end to end.
 //
-// Where upstream has a bug the spec names the default is the corrected
-// behaviour and Config.Compat switches upstream's back on; where upstream is
-// merely odd (the mask layout) upstream's is the default and Config.Compat
-// offers the corrected one. doc/divergences/rollout.md lists every
-// divergence.
+// Where upstream has a bug the default is the corrected behaviour and
+// Config.Compat switches upstream's back on; doc/divergences/rollout.md
+// lists every divergence.
 package ragen

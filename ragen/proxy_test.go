@@ -74,10 +74,9 @@ func TestRolloutEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	// Default (upstream, spec §3.5): the trained targets of row 0 run from
-	// the token after each assistant <|im_start|> up to and including the
-	// first token of the next turn (<|im_start|> of the user turn; after
-	// the last reply, the final "\n").
+	// Default (corrected, as issue #6 asks): only the generated text is
+	// trained (the two responses plus their <|im_end|>), and the score sits
+	// on the column that predicts the last <|im_end|>.
 	tok := tokenizer.NewByte()
 	trainedText := func(b *Batch) string {
 		var trained []int
@@ -89,19 +88,21 @@ func TestRolloutEndToEnd(t *testing.T) {
 		return tok.Decode(trained)
 	}
 	reply := "<think>go</think><answer>Right || Right</answer><|im_end|>"
-	assert.Equal(t, "assistant\n"+reply+"\n<|im_start|>"+"assistant\n"+reply+"\n", trainedText(b))
-	// Upstream's score column L−2 predicts that final "\n".
-	assert.Equal(t, float32(1), b.RMScores[0][L-2])
+	assert.Equal(t, reply+reply, trainedText(b))
 
-	// Corrected alignment: only the generated text (the two responses plus
-	// their <|im_end|>).
-	cfg.Compat.MaskAlignment = false
+	// upstream_compat.mask_alignment (spec §3.5): the trained targets run
+	// from the token after each assistant <|im_start|> up to and including
+	// the first token of the next turn (<|im_start|> of the user turn; after
+	// the last reply, the final "\n"), and the score is on column L-2.
+	cfg.Compat.MaskAlignment = true
 	a2, err := NewAgentProxy(cfg, tokenizer.NewByte(), &testProvider{}, &ScriptedPolicy{Func: walkScript})
 	require.NoError(t, err)
 	defer a2.Close()
 	b2, err := a2.Rollout(context.Background(), env.ModeTrain)
 	require.NoError(t, err)
-	assert.Equal(t, reply+reply, trainedText(b2))
+	assert.Equal(t, "assistant\n"+reply+"\n<|im_start|>"+"assistant\n"+reply+"\n", trainedText(b2))
+	L2 := len(b2.InputIDs[0])
+	assert.Equal(t, float32(1), b2.RMScores[0][L2-2])
 }
 
 func batchFingerprint(b *Batch) string {
