@@ -432,7 +432,13 @@ func (v *validator) startupAsserts() {
 	// 4. Filter capacity: env_groups x group_size x ratio (x max_turn) >= ppo_mini_batch_size.
 	groups, okG := v.intAt("es_manager.train.env_groups", false, false)
 	size, okS := v.intAt("es_manager.train.group_size", false, false)
-	mini, okM := v.intAt("actor_rollout_ref.actor.ppo_mini_batch_size", false, false)
+	// Upstream compares against the top-level ppo_mini_batch_size (which the
+	// actor's interpolates), not the actor's own key.
+	miniKey := "ppo_mini_batch_size"
+	if _, ok := v.raw(miniKey); !ok {
+		miniKey = "actor_rollout_ref.actor.ppo_mini_batch_size"
+	}
+	mini, okM := v.intAt(miniKey, false, false)
 	if okG && okS && okM && groups > 0 && size > 0 {
 		ratio := v.filterRatio()
 		rows := float64(groups*size) * ratio
@@ -444,7 +450,7 @@ func (v *validator) startupAsserts() {
 			}
 		}
 		if rows < float64(mini) {
-			v.errf("actor_rollout_ref.actor.ppo_mini_batch_size", "%d exceeds the rows the filter can keep: %s = %g; lower ppo_mini_batch_size to at most %d or keep more groups",
+			v.errf(miniKey, "%d exceeds the rows the filter can keep: %s = %g; lower ppo_mini_batch_size to at most %d or keep more groups",
 				mini, expr, rows, int(math.Floor(rows)))
 		}
 	}

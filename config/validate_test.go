@@ -213,6 +213,9 @@ func TestValidateAcceptsUpstreamVariants(t *testing.T) {
 		{"critic.optim.lr=0", "algorithm.adv_estimator=grpo"}, // no critic: its lr is unused
 		{"model_path=meta-llama/Llama-3.2-3B-Instruct"},
 		{"lora.rank=64"},
+		// train.py's filter-capacity assert reads the top-level ppo_mini_batch_size (32):
+		// 8 x 16 x 0.25 = 32 >= 32 passes even though the actor's own key says 64.
+		{"actor_rollout_ref.rollout.rollout_filter_value=0.25", "actor_rollout_ref.actor.ppo_mini_batch_size=64"},
 	}
 	for _, s := range sets {
 		tr := mustLoad(t, "base", s, shipped())
