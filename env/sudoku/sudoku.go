@@ -247,9 +247,14 @@ box:
 }
 
 // ValidNumbers lists the values absent from the row, column and box of
-// cell (r,c) (0-based) on the current board.
+// cell (r,c) (0-based) on the current board; like upstream's
+// get_valid_numbers it is empty when the cell already holds a value (a
+// user placement being overwritten, say).
 func (e *Env) ValidNumbers(r, c int) []int {
 	out := []int{}
+	if e.grid[r][c] != 0 {
+		return out
+	}
 	for v := 1; v <= e.n; v++ {
 		if canPlace(e.grid, e.b, r, c, v) {
 			out = append(out, v)

@@ -530,3 +530,23 @@ func TestValidButWrongIsHalfTheScore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2.0, res.Reward)
 }
+
+// Overwriting a user-placed cell with a conflicting value: upstream's
+// get_valid_numbers returns an empty set for a filled cell, so the feedback
+// has no "Valid numbers" line and info valid_numbers is [].
+func TestConflictOnFilledCellHasNoValidNumbers(t *testing.T) {
+	e := new4(t, "detailed")
+	ctx := context.Background()
+	// 1 at (3,3) is rule-abiding (sol = 4): the cell is now user-filled.
+	_, err := e.Step(ctx, env.Action{Text: "place 1 at 3,3"})
+	require.NoError(t, err)
+	// 3 at (3,3): row 3 = [2,0,1,3], column 3 = [3,0,1,2], box (2,2) = [1,3;2,0] all hold 3.
+	res, err := e.Step(ctx, env.Action{Text: "place 3 at 3,3"})
+	require.NoError(t, err)
+	assert.Equal(t, "❌ Invalid placement: 3 conflicts with row 3, column 3, box (2,2)", e.feedback)
+	assert.Equal(t, env.Info{
+		"action_is_effective": false, "action_is_valid": false, "success": false,
+		"error": "Number 3 conflicts with row 3, column 3, box (2,2)", "valid_numbers": []int{},
+	}, res.Info)
+	assert.Equal(t, 1, e.Grid()[2][2], "nothing placed")
+}
