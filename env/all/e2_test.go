@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"ragen/env"
+	"ragen/env/game2048"
+	"ragen/env/rubikscube"
+	"ragen/env/sudoku"
 )
 
 // Every tag of Countdown, MetaMathQA, Sudoku, 2048 and Rubik's cube in
@@ -72,5 +75,54 @@ func TestE2PromptDefaults(t *testing.T) {
 		if !ok || d.ActionNames != nil || d.GridVocab != nil {
 			t.Errorf("%s: %+v, %v", typ, d, ok)
 		}
+	}
+}
+
+// The tags' env_config reach the config structs (envs.md §0.4): SimpleSudoku
+// {9, easy, with_feedback, conflicts and valid numbers on, max_steps 81},
+// MediumSudoku the same with medium, game_2048 and MetamathQA all defaults,
+// rubikscube {scramble_depth 1, max_steps 20}; and the manager-side caps.
+func TestE2TagConfigs(t *testing.T) {
+	tags, err := env.DefaultTags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := map[string]int{"Countdown": 1, "MetamathQA": 1, "SimpleSudoku": 20, "MediumSudoku": 30, "game_2048": 700, "rubikscube": 20}
+	tokens := map[string]int{"Countdown": 100, "MetamathQA": 100, "SimpleSudoku": 150, "MediumSudoku": 150, "game_2048": 8192, "rubikscube": 96}
+	for name, want := range caps {
+		tag, ok := tags[name]
+		if !ok {
+			t.Errorf("tag %s missing", name)
+			continue
+		}
+		if tag.MaxActionsPerTraj != want {
+			t.Errorf("%s: max_actions_per_traj %d, want %d", name, tag.MaxActionsPerTraj, want)
+		}
+		if tag.MaxTokens == nil || *tag.MaxTokens != tokens[name] {
+			t.Errorf("%s: max_tokens %v, want %d", name, tag.MaxTokens, tokens[name])
+		}
+	}
+	build := func(name string) env.BaseEnv {
+		t.Helper()
+		e, err := tags[name].Build()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return e
+	}
+	for name, diff := range map[string]string{"SimpleSudoku": "easy", "MediumSudoku": "medium"} {
+		c := build(name).(*sudoku.Env).Config()
+		want := sudoku.DefaultConfig()
+		want.GridSize, want.Difficulty, want.RenderFormat, want.MaxSteps = 9, diff, "with_feedback", 81
+		if c != want {
+			t.Errorf("%s: %+v, want %+v", name, c, want)
+		}
+	}
+	if c := build("rubikscube").(*rubikscube.Env).Config(); c.ScrambleDepth != 1 || c.MaxSteps != 20 || c.PhysicalBMove {
+		t.Errorf("rubikscube: %+v", c)
+	}
+	g := build("game_2048").(*game2048.Env).Config()
+	if g.Size != 4 || g.TwoProb != 0.9 || !g.UseLogReward || len(g.ActionLookup) != 4 {
+		t.Errorf("game_2048: %+v", g)
 	}
 }
