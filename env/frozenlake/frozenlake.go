@@ -345,16 +345,25 @@ func (e *Env) Step(_ context.Context, a env.Action) (env.StepResult, error) {
 
 // Render returns the observation in the configured format.
 func (e *Env) Render() string {
+	s, _ := e.RenderFormat(e.cfg.ObservationFormat)
+	return s
+}
+
+// RenderFormat renders in an explicit format (upstream's render(mode) with
+// mode grid, coord or grid_coord); another format is an error.
+func (e *Env) RenderFormat(format string) (string, error) {
 	if !e.ready {
-		return ""
+		return "", nil
 	}
-	switch e.cfg.ObservationFormat {
+	switch format {
+	case "grid":
+		return e.renderGrid(), nil
 	case "coord":
-		return e.renderCoord()
+		return e.renderCoord(), nil
 	case "grid_coord":
-		return "Coordinates: \n" + e.renderCoord() + "\nGrid Map: \n" + e.renderGrid()
+		return "Coordinates: \n" + e.renderCoord() + "\nGrid Map: \n" + e.renderGrid(), nil
 	}
-	return e.renderGrid()
+	return "", fmt.Errorf("frozenlake: invalid observation format %q", format)
 }
 
 // Render codes of the player's cell.

@@ -378,3 +378,29 @@ func TestMapLookup(t *testing.T) {
 		t.Error("incomplete map_lookup: want error")
 	}
 }
+
+// RenderFormat is upstream's render(mode) override: any of the three text
+// formats regardless of observation_format. testMap with the player on S:
+// S shows as P, F as _, H as O, G as G; coord lists Start, Goal, Player,
+// Holes (row-major).
+func TestRenderFormat(t *testing.T) {
+	e, _ := NewFromMap(DefaultConfig(), testMap, env.NewScripted(nil, nil))
+	grid := "P___\n_O_O\n___O\nO__G"
+	coord := "Board size: 4 rows x 4 cols (zero-indexed).\nStart: (0, 0)\nGoal: (3, 3)\nPlayer: (0, 0)\nHoles: (1, 1), (1, 3), (2, 3), (3, 0)"
+	for _, tc := range []struct{ format, want string }{
+		{"grid", grid},
+		{"coord", coord},
+		{"grid_coord", "Coordinates: \n" + coord + "\nGrid Map: \n" + grid},
+	} {
+		got, err := e.RenderFormat(tc.format)
+		if err != nil || got != tc.want {
+			t.Errorf("RenderFormat(%q) = %q, %v; want %q", tc.format, got, err, tc.want)
+		}
+	}
+	if e.Render() != grid {
+		t.Errorf("Render() = %q, want the configured grid format", e.Render())
+	}
+	if _, err := e.RenderFormat("walls"); err == nil {
+		t.Error("unknown format: want an error")
+	}
+}
