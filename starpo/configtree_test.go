@@ -1,0 +1,42 @@
+package starpo
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ragen/config"
+)
+
+// The CLI decodes the whole composed key tree onto DefaultConfig(). For the
+// shipped base config that must change nothing (every yaml tag names the
+// key upstream's tree uses, every default equals base.yaml + veRL's
+// defaults), except critic.loss_agg_mode, which the tree spells out as the
+// actor's mode ("" means the same here).
+func TestBaseTreeDecodesToDefaultConfig(t *testing.T) {
+	tr, err := config.Load("base", nil)
+	require.NoError(t, err)
+	require.NoError(t, config.Derive(tr))
+	c := DefaultConfig()
+	require.NoError(t, tr.DecodeLoose("", &c))
+	want := DefaultConfig()
+	want.Critic.LossAggMode = want.ActorRolloutRef.Actor.LossAggMode
+	assert.Equal(t, want, c)
+
+	// Overrides reach the fields through the tags.
+	tr, err = config.Load("base", []string{"algorithm.adv_estimator=grpo", "agent_proxy.context_window_mode=single_turn",
+		"actor_rollout_ref.rollout.rollout_filter_empty_stop_steps=0", "trainer.val_only=true", "ppo_mini_batch_size=16",
+		"algorithm.kl_ctrl.horizon=500", "critic.enable=false"})
+	require.NoError(t, err)
+	c = DefaultConfig()
+	require.NoError(t, tr.DecodeLoose("", &c))
+	assert.Equal(t, "grpo", c.Algorithm.AdvEstimator)
+	assert.True(t, c.AgentProxy.TurnLevel())
+	assert.Equal(t, 0, c.ActorRolloutRef.Rollout.EmptyStopSteps)
+	assert.True(t, c.Trainer.ValOnly)
+	assert.Equal(t, 16, c.ActorRolloutRef.Actor.PPOMiniBatchSize)
+	assert.Equal(t, 16, c.Critic.PPOMiniBatchSize)
+	assert.Equal(t, 500.0, c.Algorithm.KLCtrl.Horizon)
+	assert.False(t, c.CriticEnabled())
+}
