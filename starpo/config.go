@@ -38,6 +38,13 @@ type Config struct {
 	// is the same either way). false: the scheduler advances once per actor
 	// update and actor/lr is logged, as veRL's own actor worker does.
 	UpstreamFrozenLR bool `yaml:"ragen_upstream_frozen_lr"`
+	// GlobalTokenMean makes loss_agg_mode token-mean a token mean over the
+	// whole mini-batch (each micro-batch's loss weighted by its share of
+	// the mini-batch's masked tokens). Default false = upstream: every
+	// micro-batch is aggregated on its own and the micro-batch losses are
+	// averaged, so with ppo_micro_batch_size_per_gpu 1 token-mean behaves
+	// like seq-mean-token-mean. Applies to the actor and the critic.
+	GlobalTokenMean bool `yaml:"ragen_global_token_mean"`
 }
 
 // SeedConfig is seed.*.

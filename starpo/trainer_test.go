@@ -654,3 +654,30 @@ func TestNonFiniteGradNormSkipsStep(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
 	assert.Equal(t, int64(0), tr.actorOpt.StepCount())
 }
+
+// ragen_global_token_mean: the accumulated actor gradient of a mini-batch is
+// the token-mean over the whole mini-batch whatever the micro-batch size
+// (grad_norm with micro 1 equals micro = mini). Upstream's default
+// aggregates every micro-batch on its own, so micro 1 differs.
+func TestGlobalTokenMeanOption(t *testing.T) {
+	gradNorm := func(micro int, global bool) float64 {
+		m := newModels(11)
+		defer m.Close()
+		cfg := smallConfig(t.TempDir())
+		cfg.Trainer.TotalTrainingSteps = 1
+		cfg.Trainer.ValBeforeTrain = false
+		cfg.Trainer.TestFreq = 0
+		cfg.Algorithm.AdvEstimator = algo.EstGRPO
+		cfg.ActorRolloutRef.Actor.PPOMicroBatchSizePerGPU = micro
+		cfg.GlobalTokenMean = global
+		log := &recLogger{}
+		_, err := newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 2), log).Fit(context.Background())
+		require.NoError(t, err)
+		require.Len(t, log.metrics, 1)
+		return log.metrics[0][MetricActorGradNorm]
+	}
+	whole := gradNorm(4, false)
+	assert.InDelta(t, whole, gradNorm(4, true), 1e-9*whole)
+	assert.InDelta(t, whole, gradNorm(1, true), 1e-6*whole)
+	assert.Greater(t, math.Abs(gradNorm(1, false)-whole), 1e-4*whole, "upstream's per-micro-batch token-mean should differ")
+}

@@ -263,8 +263,13 @@ func (l metricLists) reduce(dst map[string]float64) {
 // accumulation; loss(s, idx) returns one micro-batch's loss tensor (before
 // scaling) and its metrics. After each mini-batch the gradients are clipped
 // to clip and, when the norm is finite, step(lr) is applied.
+//
+// globalTokenMean (ragen_global_token_mean with loss_agg_mode token-mean)
+// weights each micro-batch's token-mean loss by its share of the
+// mini-batch's masked tokens instead of 1/grad_accum, so the accumulated
+// loss is the token mean over the whole mini-batch.
 func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, micro, epochs int, shuffle, dynamic bool, budget int,
-	clip float64, opt *torch.AdamW, lr float64, prefix string, loss func(s *torch.Scope, idx []int, nMicro int) (*torch.Tensor, MetricTensors)) (metricLists, error) {
+	clip float64, opt *torch.AdamW, lr float64, prefix string, globalTokenMean bool, loss func(s *torch.Scope, idx []int, nMicro int) (*torch.Tensor, MetricTensors)) (metricLists, error) {
 	lists := metricLists{}
 	if !dynamic {
 		budget = 0
@@ -276,6 +281,9 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 			parts, weights, err := microBatches(mb, micro, budget, b.tokens)
 			if err != nil {
 				return nil, err
+			}
+			if globalTokenMean {
+				weights = tokenShareWeights(b.mask, parts, weights)
 			}
 			if err := torch.ZeroGrad(params); err != nil {
 				return nil, err
@@ -316,6 +324,26 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 	return lists, torch.ZeroGrad(params)
 }
 
+// tokenShareWeights returns, per micro-batch, its masked-token count over
+// the mini-batch's (the fallback weights when the mini-batch has none).
+func tokenShareWeights(mask algo.Mat, parts [][]int, fallback []float64) []float64 {
+	n := make([]float64, len(parts))
+	total := 0.0
+	for k, part := range parts {
+		for _, i := range part {
+			n[k] += algoSum(mask.Row(i))
+		}
+		total += n[k]
+	}
+	if total == 0 {
+		return fallback
+	}
+	for k := range n {
+		n[k] /= total
+	}
+	return n
+}
+
 // updateCritic is veRL's critic update (starpo.md §6).
 func (t *Trainer) updateCritic(b *rows, met map[string]float64) error {
 	cr := t.cfg.Critic
@@ -324,6 +352,7 @@ func (t *Trainer) updateCritic(b *rows, met map[string]float64) error {
 	lr := cr.Optim.LR * t.criticLR.Factor(t.st.CriticSchedSteps)
 	lists, err := t.updateLoop(b, t.st.Step+1, params, cr.PPOMiniBatchSize, cr.PPOMicroBatchSizePerGPU, cr.PPOEpochs, cr.Shuffle,
 		cr.UseDynamicBsz, cr.PPOMaxTokenLenPerGPU, cr.GradClip, t.criticOpt, lr, "critic",
+		t.cfg.GlobalTokenMean && t.cfg.ValueLossConfig(1).LossAggMode == algo.TokenMean,
 		func(s *torch.Scope, idx []int, nMicro int) (*torch.Tensor, MetricTensors) {
 			ids, pos, attn := b.inputs(s, idx, t.dev)
 			v := s.Narrow(t.deps.Critic.Values(s, ids, pos, attn), 1, 0, T)
@@ -373,7 +402,8 @@ func (t *Trainer) updateActor(b *rows, met map[string]float64) error {
 	params := t.deps.Actor.Trainable()
 	lr := a.Optim.LR * t.actorLR.Factor(t.st.ActorSchedSteps)
 	lists, err := t.updateLoop(b, t.st.Step+1, params, a.PPOMiniBatchSize, a.PPOMicroBatchSizePerGPU, a.PPOEpochs, a.Shuffle,
-		a.UseDynamicBsz, a.PPOMaxTokenLenPerGPU, a.GradClip, t.actorOpt, lr, "actor", t.actorLossFn(b, t.cfg.ActorLossConfig()))
+		a.UseDynamicBsz, a.PPOMaxTokenLenPerGPU, a.GradClip, t.actorOpt, lr, "actor",
+		t.cfg.GlobalTokenMean && a.LossAggMode == algo.TokenMean, t.actorLossFn(b, t.cfg.ActorLossConfig()))
 	if err != nil {
 		return fmt.Errorf("actor update: %w", err)
 	}
