@@ -15,6 +15,30 @@ type Value struct {
 	IsInt bool
 	Int   *big.Int // when IsInt
 	Float float64  // when !IsInt
+	// err is a runtime error (ZeroDivisionError, TypeError, …) raised while
+	// computing the value. It travels with the value so that and/or and
+	// conditional expressions can drop it when Python would never have
+	// evaluated that operand; Evaluate reports it if it reaches the top.
+	err error
+}
+
+// poison is a value whose computation raised err.
+func poison(err error) Value { return Value{err: err} }
+
+// pyBool is a Python bool as the int it subclasses (True == 1).
+func pyBool(b bool) Value {
+	if b {
+		return Value{IsInt: true, Int: big.NewInt(1)}
+	}
+	return Value{IsInt: true, Int: big.NewInt(0)}
+}
+
+// truthy is Python's bool() of a number.
+func (v Value) truthy() bool {
+	if v.IsInt {
+		return v.Int.Sign() != 0
+	}
+	return v.Float != 0 // NaN is truthy
 }
 
 func (v Value) String() string {
@@ -31,15 +55,16 @@ const maxIntBits = 1 << 16
 
 var errTooLarge = errors.New("integer too large")
 
-// Evaluate parses expr as a Python arithmetic expression and evaluates it
-// as Python 3 would with no names in scope: int and float literals
-// (decimal, 0x/0o/0b, underscores, exponents), parentheses, unary + and -,
-// and the binary operators + - * / // % ** | ^ & << >> and unary ~, with Python's precedence and
-// semantics (true division, floor division and modulo toward −∞, ** right
-// associative and binding tighter than a unary minus on its left). Anything
-// else — names, calls, comparisons, boolean operators, complex numbers — is an
-// error, as are ZeroDivisionError and OverflowError cases. Nothing is ever
-// executed.
+// Evaluate parses expr as a Python expression and evaluates it as Python 3
+// would with no names in scope: int and float literals (decimal, 0x/0o/0b,
+// underscores, exponents), parentheses, unary + - ~, the binary operators
+// + - * / // % ** | ^ & << >>, comparisons (< > == != <= >=, chained),
+// not/and/or and conditional expressions, with Python's precedence and
+// semantics (true division, floor division and modulo toward −∞, **
+// right associative and binding tighter than a unary minus on its left,
+// short-circuit evaluation, bools as the ints 0 and 1). Anything else —
+// names, calls, attributes, in/is, complex numbers — is an error, as are
+// ZeroDivisionError and OverflowError cases. Nothing is ever executed.
 func Evaluate(expr string) (Value, error) {
 	line, err := logicalLine(expr)
 	if err != nil {
@@ -51,7 +76,7 @@ func Evaluate(expr string) (Value, error) {
 	if p.pos == len(p.src) {
 		return Value{}, errors.New("countdown: empty expression")
 	}
-	v, err := p.orExpr()
+	v, err := p.test()
 	if err != nil {
 		return Value{}, err
 	}
@@ -62,6 +87,9 @@ func Evaluate(expr string) (Value, error) {
 	}
 	if p.pos != len(p.src) {
 		return Value{}, fmt.Errorf("countdown: unexpected %q at offset %d", p.rest(), p.pos)
+	}
+	if v.err != nil {
+		return Value{}, v.err
 	}
 	return v, nil
 }
@@ -138,10 +166,24 @@ func (p *parser) binaryLevel(next func() (Value, error), ops ...string) (Value, 
 		if err != nil {
 			return w, err
 		}
-		if v, err = applyOp(op, v, w); err != nil {
-			return v, err
-		}
+		v = apply(op, v, w)
 	}
+}
+
+// apply is applyOp on values that may carry an error (the left one first,
+// as Python evaluates it first); a new error poisons the result.
+func apply(op string, a, b Value) Value {
+	if a.err != nil {
+		return a
+	}
+	if b.err != nil {
+		return b
+	}
+	v, err := applyOp(op, a, b)
+	if err != nil {
+		return poison(err)
+	}
+	return v
 }
 
 // Python's precedence, loosest first: | ^ & (<< >>) (+ -) (* / // %)
@@ -165,18 +207,18 @@ func (p *parser) factor() (Value, error) {
 	if op == "~" {
 		p.pos++
 		v, err := p.nested(p.factor)
-		if err != nil {
+		if err != nil || v.err != nil {
 			return v, err
 		}
 		if !v.IsInt {
-			return Value{}, errors.New("countdown: bad operand type for unary ~: 'float'")
+			return poison(errors.New("countdown: bad operand type for unary ~: 'float'")), nil
 		}
 		return Value{IsInt: true, Int: new(big.Int).Not(v.Int)}, nil
 	}
 	if op == "+" || op == "-" {
 		p.pos++
 		v, err := p.nested(p.factor)
-		if err != nil {
+		if err != nil || v.err != nil {
 			return v, err
 		}
 		if op == "-" {
@@ -213,7 +255,7 @@ func (p *parser) power() (Value, error) {
 		if err != nil {
 			return w, err
 		}
-		return applyOp("**", v, w)
+		return apply("**", v, w), nil
 	}
 	return v, nil
 }
@@ -231,7 +273,7 @@ func (p *parser) atom() (Value, error) {
 		if p.depth > maxDepth {
 			return Value{}, errors.New("countdown: expression nested too deeply")
 		}
-		v, err := p.orExpr()
+		v, err := p.test()
 		if err != nil {
 			return v, err
 		}
@@ -300,7 +342,7 @@ func (p *parser) number() (Value, error) {
 			}
 			return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 		})
-		if digits == "" || p.pos < len(s) && isIdent(s[p.pos]) {
+		if digits == "" || p.pos < len(s) && isIdent(s[p.pos]) && !keywordAfterNumber(s[p.pos:]) {
 			return Value{}, fmt.Errorf("countdown: invalid literal at offset %d", start)
 		}
 		n, ok := new(big.Int).SetString(digits, base)
@@ -338,7 +380,7 @@ func (p *parser) number() (Value, error) {
 	if p.pos < len(s) && (s[p.pos] == 'j' || s[p.pos] == 'J') {
 		return Value{}, fmt.Errorf("countdown: complex literal at offset %d not supported", start)
 	}
-	if p.pos < len(s) && isIdent(s[p.pos]) {
+	if p.pos < len(s) && isIdent(s[p.pos]) && !keywordAfterNumber(s[p.pos:]) {
 		return Value{}, fmt.Errorf("countdown: invalid literal at offset %d", start)
 	}
 	if isFloat {

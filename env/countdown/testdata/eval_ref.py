@@ -18,13 +18,21 @@ exprs = [
  # Line structure (eval's tokenizer): blank lines, comments, continuation, indentation.
  "\n3", "\n 3", " \n3", "\r\n3", "\r3", "\f3", "3\n", "3\n\n", "3 \n ", "3\n 4", "3\n4", "(3\n+4)", "3 # c",
  "# c\n3", "\\\n3", "3+\\\n4", "\t\n\t3", "3\f", "\f\n3", "1 + \f 2", "\n\n3\n\n", "3\r", "3\r\n", "3#",
- "3\n#x", "3\n  #x", "  # x\n3", "(3 # c\n+ 4)", "3 '#'", "3\n\t", "1 ** -1", "(2)**(2)**(2)", "-(-(-(3)))", "3 -- 3", "1/3*3", "49/7/7", "50 - 2 * (3 + 4)",
+ "3\n#x", "3\n  #x", "  # x\n3", "(3 # c\n+ 4)", "3 '#'", "3\n\t",
+ # Comparisons, not/and/or, conditionals: bools are ints, short-circuits skip runtime errors.
+ "1if 1 else 2", "1else", "0x1for 2", "1or 2", "0or 2", "1and 0", "3 < 4 < 5", "3 < 2 < 1/0", "1/0 if 0 else 3",
+ "3 if 1 else 1/0", "0 and 1/0", "1 or 1/0", "not 0", "not 1/0 if 0 else 1", "2 == 2.0", "10**400 > 1e308", "(1 < 2) + 2",
+ "not not 3", "3 if 0 else 4 if 1 else 5", "1 < 2 == 2", "1 if 2", "1andy", "1 <> 2", "-1 < 0 and 5", "1 not in 2", "1/0 and 0",
+ "0.0 or 2.5", "1e400-1e400 != 1e400-1e400", "1e400-1e400 < 1", "2**53+1 > 2.0**53", "2**53+1 == 2.0**53", "1 < 2 > 0 != 3",
+ "1 == 1 == 1.0", "(3 < 4) * 10", "not (1 or 1/0)", "5 if 1 < 2 else 7", "not 1 == 2", "1 ==2", "1!=2", "1<=1>=1", "1 ** -1", "(2)**(2)**(2)", "-(-(-(3)))", "3 -- 3", "1/3*3", "49/7/7", "50 - 2 * (3 + 4)",
 ]
 out = []
 for e in exprs:
     try:
         v = eval(e, {"__builtins__": None}, {})
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, bool):
+            r = "bool:" + str(int(v))
+        elif not isinstance(v, (int, float)):
             r = "other:" + type(v).__name__
         elif isinstance(v, int):
             r = "int:" + str(v)
