@@ -64,9 +64,9 @@ func (c Config) Validate() error {
 	if c.RenderMode != "text" {
 		errs = append(errs, fmt.Errorf("bandit: render_mode %q: only \"text\" is supported", c.RenderMode))
 	}
-	if !(c.HiArmHiscoreProb >= 0 && c.HiArmHiscoreProb <= 1) {
-		errs = append(errs, fmt.Errorf("bandit: hi_arm_hiscore_prob %v: must be in [0, 1]", c.HiArmHiscoreProb))
-	}
+	// hi_arm_hiscore_prob is not range-checked, as upstream: the coin is
+	// u < prob, so a value >= 1 always pays hi_arm_hiscore and one <= 0
+	// never does.
 	return errors.Join(errs...)
 }
 

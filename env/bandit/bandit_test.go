@@ -224,3 +224,23 @@ func TestArmPairsOption(t *testing.T) {
 	require.ErrorContains(t, err, "arm_pairs[0]")
 	require.ErrorContains(t, err, "arm_pairs[1]")
 }
+
+// hi_arm_hiscore_prob is not range-checked (upstream's dataclass takes any
+// value): the coin is u < prob, so 1.5 always pays hi_arm_hiscore and -1
+// never does, whatever u is.
+func TestHiscoreProbOutsideUnitInterval(t *testing.T) {
+	for _, tc := range []struct {
+		prob float64
+		obs  string
+	}{{1.5, "Trader: 1.0 points"}, {-1, "Trader: 0.0 points"}} {
+		e, err := New(map[string]any{"hi_arm_hiscore_prob": tc.prob})
+		if err != nil {
+			t.Fatalf("prob %v: %v", tc.prob, err)
+		}
+		e.SetArms(Pair{"Teacher", "Trader"}, true, env.NewScripted([]float64{0.999}, nil))
+		r, _ := e.Step(ctx, env.Action{ID: 2})
+		if r.Observation != tc.obs || r.Info["success"] != true {
+			t.Errorf("prob %v: %+v, want %q", tc.prob, r, tc.obs)
+		}
+	}
+}

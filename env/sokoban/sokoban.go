@@ -74,9 +74,8 @@ func (c Config) Validate() error {
 	if c.NumBoxes < 1 {
 		errs = append(errs, fmt.Sprintf("num_boxes %d: must be at least 1", c.NumBoxes))
 	}
-	if c.MaxSteps < 1 {
-		errs = append(errs, fmt.Sprintf("max_steps %d: must be at least 1", c.MaxSteps))
-	}
+	// max_steps <= 0 is accepted as upstream does: done compares
+	// num_env_steps == max_steps, so such an episode never ends on steps.
 	if c.SearchDepth < 0 {
 		errs = append(errs, fmt.Sprintf("search_depth %d: must not be negative", c.SearchDepth))
 	}

@@ -72,6 +72,12 @@ func TestStepRules(t *testing.T) {
 			{3, "#####\n#PXO#\n#####", -0.1, true, false, false},
 			{3, "#####\n#PXO#\n#####", -0.1, false, false, false},
 		}},
+		// Upstream accepts max_steps 0: num_env_steps (>= 1 after a step)
+		// never equals it, so only the boxes end the episode.
+		{"max_steps 0 never ends on steps", []string{"#####", "#@$.#", "#####"}, 0, []step{
+			{3, "#####\n#PXO#\n#####", -0.1, false, false, false},
+			{4, "#####\n#_P√#\n#####", 10.9, true, true, true},
+		}},
 		{"two boxes, one pushed on", []string{"#######", "#@$.  #", "# $. ##", "#######"}, 100, []step{
 			{4, "#######\n#_P√__#\n#_XO_##\n#######", 0.9, false, true, false},
 		}},
