@@ -27,7 +27,7 @@ func TestBaseTreeDecodesToDefaultConfig(t *testing.T) {
 	// Overrides reach the fields through the tags.
 	tr, err = config.Load("base", []string{"algorithm.adv_estimator=grpo", "agent_proxy.context_window_mode=single_turn",
 		"actor_rollout_ref.rollout.rollout_filter_empty_stop_steps=0", "trainer.val_only=true", "ppo_mini_batch_size=16",
-		"algorithm.kl_ctrl.horizon=500", "critic.enable=false"})
+		"algorithm.kl_ctrl.horizon=500", "critic.enable=false", "+ragen_global_token_mean=true", "+ragen_upstream_frozen_lr=false"})
 	require.NoError(t, err)
 	c = DefaultConfig()
 	require.NoError(t, tr.DecodeLoose("", &c))
@@ -39,4 +39,6 @@ func TestBaseTreeDecodesToDefaultConfig(t *testing.T) {
 	assert.Equal(t, 16, c.Critic.PPOMiniBatchSize)
 	assert.Equal(t, 500.0, c.Algorithm.KLCtrl.Horizon)
 	assert.False(t, c.CriticEnabled())
+	assert.True(t, c.GlobalTokenMean)
+	assert.False(t, c.UpstreamFrozenLR)
 }
