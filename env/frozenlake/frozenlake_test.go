@@ -249,7 +249,6 @@ func TestConfigAndErrors(t *testing.T) {
 		{"observation_format": "image"},
 		{"size": 1},
 		{"p": 0},
-		{"success_rate": 1.5},
 		{"render_mode": "rgb_array"},
 		{"slippery": true},
 	} {
@@ -402,5 +401,38 @@ func TestRenderFormat(t *testing.T) {
 	}
 	if _, err := e.RenderFormat("walls"); err == nil {
 		t.Error("unknown format: want an error")
+	}
+}
+
+// success_rate is not range-checked (gymnasium takes any value). The slip
+// draw picks the first running sum of [fail, sr, fail] above u, fail =
+// (1-sr)/2. Right from S on testMap: intended -> (0, 1), (a-1)%4 = Down ->
+// (1, 0), (a+1)%4 = Up -> stays on (0, 0).
+//
+//	sr 1.5:  sums [-0.25, 1.25, 1.0]: u=0.999 -> index 1, intended.
+//	sr -0.5: sums [0.75, 0.25, 1.0]: u=0.5 -> index 0 (Down); u=0.8 -> index 2 (Up).
+func TestSuccessRateOutsideUnitInterval(t *testing.T) {
+	for _, tc := range []struct {
+		sr     float64
+		u      float64
+		player [2]int
+	}{
+		{1.5, 0.999, [2]int{0, 1}},
+		{-0.5, 0.5, [2]int{1, 0}},
+		{-0.5, 0.8, [2]int{0, 0}},
+	} {
+		if _, err := New(map[string]any{"success_rate": tc.sr}); err != nil {
+			t.Fatalf("success_rate %v: %v", tc.sr, err)
+		}
+		cfg := DefaultConfig()
+		cfg.SuccessRate = tc.sr
+		e, err := NewFromMap(cfg, testMap, env.NewScripted([]float64{tc.u}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = e.Step(ctx, env.Action{ID: 3})
+		if r, c := e.Player(); r != tc.player[0] || c != tc.player[1] {
+			t.Errorf("success_rate %v u %v: player (%d, %d), want %v", tc.sr, tc.u, r, c, tc.player)
+		}
 	}
 }
