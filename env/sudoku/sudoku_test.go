@@ -550,3 +550,54 @@ func TestConflictOnFilledCellHasNoValidNumbers(t *testing.T) {
 	}, res.Info)
 	assert.Equal(t, 1, e.Grid()[2][2], "nothing placed")
 }
+
+// testdata/episodes.json (written by testdata/episodes_ref.py from the spec,
+// on CPython's random): ten seeded episodes over 4×4 and 9×9 boards in all
+// three render formats, driven by random actions — placements (right,
+// wrong, conflicting, over initial cells, overwriting), out-of-range and
+// unparsable text. Every observation, reward, done flag and info must match.
+func TestEpisodesMatchReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "episodes.json"))
+	require.NoError(t, err)
+	var eps []struct {
+		N     int
+		Fmt   string
+		Diff  string
+		Seed  int64
+		Max   int
+		Obs0  string
+		Steps []struct {
+			A    string
+			Obs  string
+			R    float64
+			Done bool
+			Info map[string]any
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &eps))
+	require.Len(t, eps, 10)
+	ctx := context.Background()
+	for k, ep := range eps {
+		cfg := DefaultConfig()
+		cfg.GridSize, cfg.Difficulty, cfg.RenderFormat, cfg.MaxSteps = ep.N, ep.Diff, ep.Fmt, ep.Max
+		e, err := New(cfg)
+		require.NoError(t, err)
+		obs, err := e.Reset(ctx, ep.Seed, env.ModeTrain)
+		require.NoError(t, err)
+		require.Equal(t, ep.Obs0, obs, "episode %d reset", k)
+		for i, s := range ep.Steps {
+			res, err := e.Step(ctx, env.Action{Text: s.A})
+			require.NoError(t, err)
+			require.Equal(t, s.Obs, res.Observation, "episode %d step %d %q", k, i, s.A)
+			require.Equal(t, s.Obs, e.Render(), "episode %d step %d", k, i)
+			require.Equal(t, s.R, res.Reward, "episode %d step %d", k, i)
+			require.Equal(t, s.Done, res.Done, "episode %d step %d", k, i)
+			// Compare info through JSON (ints and floats both become numbers).
+			got, err := json.Marshal(res.Info)
+			require.NoError(t, err)
+			want, err := json.Marshal(s.Info)
+			require.NoError(t, err)
+			require.JSONEq(t, string(want), string(got), "episode %d step %d", k, i)
+		}
+	}
+}
