@@ -2,6 +2,7 @@ package game2048
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -395,4 +396,54 @@ func TestPromptDefaults(t *testing.T) {
 	d, ok := env.PromptDefaultsFor("game_2048")
 	require.True(t, ok)
 	assert.Equal(t, []string{"Up", "Right", "Down", "Left"}, d.ActionNames)
+}
+
+// testdata/episodes.json (written by testdata/episodes_ref.py from the spec):
+// eight games on 2×2, 3×3 and 4×4 boards from random positions, random
+// moves, raw and log rewards, most played to the terminal step. The spawn
+// draws are scripted from the recorded values; every observation, reward
+// (as Python prints it), done flag and info must match.
+func TestEpisodesMatchReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "episodes.json"))
+	require.NoError(t, err)
+	var eps []struct {
+		Size   int
+		Log    bool
+		Grid   [][]int
+		Score  int
+		Ints   []int
+		Floats []float64
+		Steps  []struct {
+			A    int
+			Obs  string
+			R    string
+			Done bool
+			Info map[string]any
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &eps))
+	require.Len(t, eps, 8)
+	for k, ep := range eps {
+		cfg := DefaultConfig()
+		cfg.Size, cfg.UseLogReward = ep.Size, ep.Log
+		rng := env.NewScripted(ep.Floats, ep.Ints)
+		e, err := NewFromState(cfg, ep.Grid, ep.Score, rng)
+		require.NoError(t, err)
+		for i, s := range ep.Steps {
+			res, err := e.Step(context.Background(), env.Action{ID: s.A})
+			require.NoError(t, err)
+			require.Equal(t, s.Obs, res.Observation, "episode %d step %d", k, i)
+			require.Equal(t, s.Obs, e.Render(), "episode %d step %d", k, i)
+			require.False(t, res.RewardIsInt, "episode %d step %d", k, i)
+			require.Equal(t, s.R, env.PyFloatRepr(res.Reward), "episode %d step %d", k, i)
+			require.Equal(t, s.Done, res.Done, "episode %d step %d", k, i)
+			got, err := json.Marshal(res.Info)
+			require.NoError(t, err)
+			want, err := json.Marshal(s.Info)
+			require.NoError(t, err)
+			require.JSONEq(t, string(want), string(got), "episode %d step %d", k, i)
+		}
+		f, n := rng.Remaining()
+		require.Equal(t, 0, f+n, "episode %d: every recorded spawn draw used", k)
+	}
 }
