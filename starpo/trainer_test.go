@@ -395,6 +395,7 @@ func TestGradientAnalysisOnly(t *testing.T) {
 	// pass logs no pg_clipfrac etc. (those come from a real update only).
 	assert.InDelta(t, met["grad_norm/all/loss/policy"]+met["grad_norm/all/loss/entropy"], met["grad_norm/all/loss/total"], 1e-12)
 	assert.NotContains(t, met, "grad_norm/all/actor/pg_clipfrac")
+	assert.Equal(t, 1.0, met[filter.MetricGAUsesTrainingBatch])
 	assert.NotContains(t, met, algo.MetricVFLoss)
 	assert.Equal(t, before, snapshot(t, m.actor.Trainable()))
 	assert.Equal(t, cbefore, snapshot(t, m.critic.Trainable()))

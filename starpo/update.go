@@ -434,7 +434,8 @@ func (t *Trainer) gradientAnalysis(b *rows, met map[string]float64) error {
 	task.EntropyCoeff, task.UseKLLoss = 0, false
 	var bgs []filter.BucketGrad
 	for _, bk := range buckets {
-		n, ok := filter.DataParallelTrim(len(bk.Rows), 1)
+		// Upstream trims every bucket to a multiple of n_gpus_per_node.
+		n, ok := filter.DataParallelTrim(len(bk.Rows), t.cfg.Trainer.NGPUsPerNode)
 		if !ok {
 			continue
 		}
@@ -503,6 +504,9 @@ func (t *Trainer) gradientAnalysis(b *rows, met map[string]float64) error {
 		return fmt.Errorf("gradient analysis: %w", err)
 	}
 	maps.Copy(met, gm)
+	// The analysis always runs on the training batch here (no separate
+	// analysis rollout), which upstream reports as:
+	met[filter.MetricGAUsesTrainingBatch] = 1
 	return nil
 }
 
