@@ -1,22 +1,18 @@
 package torch
 
-/*
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"runtime"
-	"unsafe"
+
+	"ragen/internal/torch/csrc"
 )
 
 // SetRequiresGrad turns autograd recording on t on or off.
 func (t *Tensor) SetRequiresGrad(on bool) error {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return ErrFreed
 	}
-	return check(C.tt_set_requires_grad(h, b2i(on)))
+	return check(csrc.SetRequiresGrad(h, on))
 }
 
 // Backward runs autograd from t. grad may be nil when t is a scalar.
@@ -27,30 +23,30 @@ func (t *Tensor) BackwardRetain(grad *Tensor) error { return t.backward(grad, tr
 
 func (t *Tensor) backward(grad *Tensor, retain bool) error {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return ErrFreed
 	}
-	var g C.tt_tensor
+	var g csrc.Tensor
 	if grad != nil {
-		if g = grad.handle(); g == nil {
+		if g = grad.handle(); g.IsNil() {
 			return ErrFreed
 		}
 	}
-	return check(C.tt_backward(h, g, b2i(retain)))
+	return check(csrc.Backward(h, g, retain))
 }
 
 // Grad returns a new reference to t's accumulated gradient, or nil when it
 // has none. The caller owns the result.
 func (t *Tensor) Grad() (*Tensor, error) {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return nil, ErrFreed
 	}
-	var g C.tt_tensor
-	if err := check(C.tt_grad(h, &g)); err != nil {
-		return nil, err
+	g, err := csrc.Grad(h)
+	if err != nil {
+		return nil, check(err)
 	}
-	if g == nil {
+	if g.IsNil() {
 		return nil, nil
 	}
 	return newTensor(g), nil
@@ -59,27 +55,20 @@ func (t *Tensor) Grad() (*Tensor, error) {
 // SetGrad replaces t's gradient with g (nil clears it).
 func (t *Tensor) SetGrad(g *Tensor) error {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return ErrFreed
 	}
-	return check(C.tt_set_grad(h, g.handle()))
+	return check(csrc.SetGrad(h, g.handle()))
 }
 
-func handles(ts []*Tensor) ([]C.tt_tensor, error) {
-	hs := make([]C.tt_tensor, len(ts))
+func handles(ts []*Tensor) ([]csrc.Tensor, error) {
+	hs := make([]csrc.Tensor, len(ts))
 	for i, t := range ts {
-		if hs[i] = t.handle(); hs[i] == nil {
+		if hs[i] = t.handle(); hs[i].IsNil() {
 			return nil, ErrFreed
 		}
 	}
 	return hs, nil
-}
-
-func first(hs []C.tt_tensor) *C.tt_tensor {
-	if len(hs) == 0 {
-		return nil
-	}
-	return (*C.tt_tensor)(unsafe.Pointer(&hs[0]))
 }
 
 // ZeroGrad clears the gradients of ts (set to none, as PyTorch's default).
@@ -88,7 +77,7 @@ func ZeroGrad(ts []*Tensor) error {
 	if err != nil {
 		return err
 	}
-	return check(C.tt_zero_grad(first(hs), C.int(len(hs))))
+	return check(csrc.ZeroGrad(hs))
 }
 
 // NoGrad runs f with autograd recording off. Grad mode is thread-local in
@@ -97,11 +86,11 @@ func ZeroGrad(ts []*Tensor) error {
 func NoGrad(f func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	prev := C.tt_set_grad_enabled(0)
-	defer C.tt_set_grad_enabled(prev)
+	prev := csrc.SetGradEnabled(false)
+	defer csrc.SetGradEnabled(prev)
 	return f()
 }
 
 // GradEnabled reports the grad mode of the calling thread (meaningful only
 // on a pinned goroutine, e.g. inside NoGrad).
-func GradEnabled() bool { return C.tt_grad_enabled() != 0 }
+func GradEnabled() bool { return csrc.GradEnabled() }

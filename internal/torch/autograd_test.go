@@ -292,5 +292,4 @@ func TestRuntimeInfo(t *testing.T) {
 	require.Equal(t, 2, NumThreads())
 	require.False(t, CUDAAvailable() && CUDADeviceCount() == 0)
 	require.Contains(t, BuildInfo(), "libtorch")
-	require.NotEmpty(t, shimHeader)
 }

@@ -1,12 +1,6 @@
 package torch
 
-/*
-#include <stdlib.h>
-#include "shim.h"
-*/
-import "C"
-
-import "unsafe"
+import "ragen/internal/torch/csrc"
 
 // Fused ops for package llm (Qwen2-family models). Each is one C call over
 // whole tensors; see csrc/shim_llm.cc.
@@ -57,45 +51,38 @@ func (s *Scope) LLMForward(w *LLMWeights, sh LLMShape, a LLMForwardArgs) *Tensor
 	if !s.ok(in...) {
 		return nil
 	}
-	hs := make([]C.tt_tensor, len(ws)+1)
+	hs := make([]csrc.Tensor, len(ws)+1)
 	for i, t := range ws {
 		hs[i] = t.handle()
 	}
 	hs[len(ws)] = w.Head.handle() // nil head -> NULL
-	var lp *C.tt_tensor
-	var lora []C.tt_tensor
+
+	var lora, kvs []csrc.Tensor // nil -> NULL
 	if w.LoRA != nil {
 		if len(w.LoRA) != len(w.Layers) {
 			s.Errorf("llm_forward", "%d LoRA layers for %d layers", len(w.LoRA), len(w.Layers))
 			return nil
 		}
-		lora = make([]C.tt_tensor, 14*len(w.LoRA))
+		lora = make([]csrc.Tensor, 14*len(w.LoRA))
 		for i, l := range w.LoRA {
 			for j, t := range l {
 				lora[14*i+j] = t.handle()
 			}
 		}
-		lp = (*C.tt_tensor)(unsafe.Pointer(&lora[0]))
 	}
-	var kv *C.tt_tensor
-	var kvs []C.tt_tensor
 	if a.KV != nil {
 		if len(a.KV) != 2*len(w.Layers) {
 			s.Errorf("llm_forward", "%d KV caches for %d layers", len(a.KV), len(w.Layers))
 			return nil
 		}
-		kvs = make([]C.tt_tensor, len(a.KV))
+		kvs = make([]csrc.Tensor, len(a.KV))
 		for i, t := range a.KV {
 			kvs[i] = t.handle()
 		}
-		kv = (*C.tt_tensor)(unsafe.Pointer(&kvs[0]))
 	}
-	var h C.tt_tensor
-	e := C.tt_llm_forward((*C.tt_tensor)(unsafe.Pointer(&hs[0])), C.int(len(w.Layers)), lp, C.double(w.LoRAScale),
-		C.int(sh.Heads), C.int(sh.KVHeads), C.int(sh.HeadDim), C.double(sh.Eps),
-		a.IDs.handle(), a.Pos.handle(), a.Cos.handle(), a.Sin.handle(), a.KeyBias.handle(), kv,
-		C.int64_t(a.CachePos), b2i(a.LastOnly), b2i(a.NoGrad), &h)
-	return s.put(e, h)
+	return s.put(csrc.LLMForward(hs, len(w.Layers), lora, w.LoRAScale, sh.Heads, sh.KVHeads, sh.HeadDim, sh.Eps,
+		a.IDs.handle(), a.Pos.handle(), a.Cos.handle(), a.Sin.handle(), a.KeyBias.handle(), kvs,
+		a.CachePos, a.LastOnly, a.NoGrad))
 }
 
 // LLMKeyBias turns a (B,L) 0/1 attention mask into an additive float32 bias:
@@ -104,8 +91,7 @@ func (s *Scope) LLMKeyBias(attn *Tensor) *Tensor {
 	if !s.ok(attn) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_llm_key_bias(attn.handle(), &h), h)
+	return s.put(csrc.LLMKeyBias(attn.handle()))
 }
 
 // LLMTokenLogProbs returns float32 (B,T) log-probs of ids under
@@ -116,15 +102,14 @@ func (s *Scope) LLMTokenLogProbs(logits, ids *Tensor, temperature float64, withE
 	if !s.ok(logits, ids) {
 		return nil, nil
 	}
-	var a, b C.tt_tensor
-	e := C.tt_llm_token_logprobs(logits.handle(), ids.handle(), C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b)
-	if err := check(e); err != nil {
-		s.err = err
+	a, b, err := csrc.LLMTokenLogProbs(logits.handle(), ids.handle(), temperature, withEntropy, chunk)
+	if err != nil {
+		s.err = check(err)
 		return nil, nil
 	}
 	logp = newTensor(a)
 	s.ts = append(s.ts, logp)
-	if b != nil {
+	if !b.IsNil() {
 		entropy = newTensor(b)
 		s.ts = append(s.ts, entropy)
 	}
@@ -140,29 +125,28 @@ func (s *Scope) LLMSample(logits *Tensor, temperature float64, topK int, topP fl
 	if !s.ok(logits) {
 		return nil, nil
 	}
-	var gh C.tt_gen
+	var gh csrc.Gen
 	if g != nil {
 		gh = g.handle()
-		if gh == nil {
+		if gh.IsNil() {
 			s.err = ErrFreed
 			return nil, nil
 		}
 	}
-	var a, b C.tt_tensor
-	return s.put2(C.tt_llm_sample(logits.handle(), C.double(temperature), C.int64_t(topK), C.double(topP), gh, &a, &b), a, b)
+	return s.put2(csrc.LLMSample(logits.handle(), temperature, int64(topK), topP, gh))
 }
 
 // SelectRowsInPlace replaces each tensor by its index_select(dim, idx),
 // keeping the *Tensor identities (used to drop finished sequences from KV
 // caches). Nil entries are skipped.
 func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
-	if idx.handle() == nil {
+	if idx.handle().IsNil() {
 		return ErrFreed
 	}
-	hs := make([]C.tt_tensor, len(ts))
+	hs := make([]csrc.Tensor, len(ts))
 	for i, t := range ts {
 		if t != nil {
-			if hs[i] = t.handle(); hs[i] == nil {
+			if hs[i] = t.handle(); hs[i].IsNil() {
 				return ErrFreed
 			}
 		}
@@ -170,7 +154,7 @@ func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
 	if len(hs) == 0 {
 		return nil
 	}
-	return check(C.tt_llm_select_rows((*C.tt_tensor)(unsafe.Pointer(&hs[0])), C.int(len(hs)), C.int64_t(dim), idx.handle()))
+	return check(csrc.LLMSelectRows(hs, dim, idx.handle()))
 }
 
 // KeepFreedMemory makes the C heap serve allocations below bytes (at most
@@ -178,7 +162,7 @@ func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
 // cost a page fault each (glibc mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD).
 // It speeds up training steps that allocate the same large buffers every
 // step, at the price of a resident set that stays at its peak. Process-wide.
-func KeepFreedMemory(bytes int64) { C.tt_llm_malloc_tune(C.int64_t(bytes)) }
+func KeepFreedMemory(bytes int64) { csrc.LLMMallocTune(bytes) }
 
 // LLMHeadLogProbs is LLMTokenLogProbs computed from final hidden states
 // (B,T,E) and the LM head (V,E), with the logits materialised one time chunk
@@ -187,15 +171,14 @@ func (s *Scope) LLMHeadLogProbs(hidden, head, ids *Tensor, temperature float64, 
 	if !s.ok(hidden, head, ids) {
 		return nil, nil
 	}
-	var a, b C.tt_tensor
-	e := C.tt_llm_head_logprobs(hidden.handle(), head.handle(), ids.handle(), C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b)
-	if err := check(e); err != nil {
-		s.err = err
+	a, b, err := csrc.LLMHeadLogProbs(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk)
+	if err != nil {
+		s.err = check(err)
 		return nil, nil
 	}
 	logp = newTensor(a)
 	s.ts = append(s.ts, logp)
-	if b != nil {
+	if !b.IsNil() {
 		entropy = newTensor(b)
 		s.ts = append(s.ts, entropy)
 	}

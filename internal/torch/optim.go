@@ -1,13 +1,10 @@
 package torch
 
-/*
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
+
+	"ragen/internal/torch/csrc"
 )
 
 // AdamWConfig holds AdamW's hyper-parameters (PyTorch's defaults in
@@ -95,8 +92,7 @@ func (o *AdamW) Step(lr float64) error {
 	}
 	o.step++
 	c := o.Config
-	return check(C.tt_adamw_step(first(ps), first(ms), first(vs), C.int(len(ps)), C.double(lr),
-		C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay), C.int64_t(o.step)))
+	return check(csrc.AdamWStep(ps, ms, vs, lr, c.Beta1, c.Beta2, c.Eps, c.WeightDecay, o.step))
 }
 
 // StepCount is the number of steps taken.
@@ -152,13 +148,13 @@ func (o *SGD) Step(lr float64) error {
 	if err != nil {
 		return err
 	}
-	var bs []C.tt_tensor
+	var bs []csrc.Tensor
 	if o.buf != nil {
 		if bs, err = handles(o.buf); err != nil {
 			return err
 		}
 	}
-	return check(C.tt_sgd_step(first(ps), first(bs), C.int(len(ps)), C.double(lr), C.double(o.Momentum), C.double(o.WeightDecay)))
+	return check(csrc.SGDStep(ps, bs, lr, o.Momentum, o.WeightDecay))
 }
 
 // Close frees the momentum buffers.
@@ -177,9 +173,9 @@ func ClipGradNorm(params []*Tensor, maxNorm float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n C.double
-	if err := check(C.tt_clip_grad_norm(first(ps), C.int(len(ps)), C.double(maxNorm), &n)); err != nil {
-		return 0, err
+	n, err := csrc.ClipGradNorm(ps, maxNorm)
+	if err != nil {
+		return 0, check(err)
 	}
-	return float64(n), nil
+	return n, nil
 }

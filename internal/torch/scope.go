@@ -1,14 +1,9 @@
 package torch
 
-/*
-#include <stdlib.h>
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"fmt"
-	"unsafe"
+
+	"ragen/internal/torch/csrc"
 )
 
 // Scope owns intermediate tensors. Ops called on a scope register their
@@ -38,15 +33,15 @@ func (s *Scope) Fail(err error) {
 // error. The scope can be reused afterwards (with its error cleared).
 func (s *Scope) Close() error {
 	if len(s.ts) > 0 {
-		hs := make([]C.tt_tensor, 0, len(s.ts))
+		hs := make([]csrc.Tensor, 0, len(s.ts))
 		for _, t := range s.ts {
-			if h := t.handle(); h != nil {
+			if h := t.handle(); !h.IsNil() {
 				hs = append(hs, h)
-				t.c.h = nil
+				t.c.h = csrc.Tensor{}
 			}
 		}
 		if len(hs) > 0 {
-			C.tt_free_many((*C.tt_tensor)(unsafe.Pointer(&hs[0])), C.int(len(hs)))
+			csrc.FreeMany(hs)
 		}
 		s.ts = s.ts[:0]
 	}
@@ -94,7 +89,7 @@ func (s *Scope) ok(ts ...*Tensor) bool {
 		return false
 	}
 	for _, t := range ts {
-		if t.handle() == nil {
+		if t.handle().IsNil() {
 			s.err = ErrFreed
 			return false
 		}
@@ -103,9 +98,9 @@ func (s *Scope) ok(ts ...*Tensor) bool {
 }
 
 // put records the result of a C call.
-func (s *Scope) put(e C.tt_err, h C.tt_tensor) *Tensor {
-	if err := check(e); err != nil {
-		s.err = err
+func (s *Scope) put(h csrc.Tensor, err error) *Tensor {
+	if err != nil {
+		s.err = check(err)
 		return nil
 	}
 	t := newTensor(h)
@@ -113,9 +108,9 @@ func (s *Scope) put(e C.tt_err, h C.tt_tensor) *Tensor {
 	return t
 }
 
-func (s *Scope) put2(e C.tt_err, a, b C.tt_tensor) (*Tensor, *Tensor) {
-	if err := check(e); err != nil {
-		s.err = err
+func (s *Scope) put2(a, b csrc.Tensor, err error) (*Tensor, *Tensor) {
+	if err != nil {
+		s.err = check(err)
 		return nil, nil
 	}
 	ta, tb := newTensor(a), newTensor(b)
@@ -123,36 +118,32 @@ func (s *Scope) put2(e C.tt_err, a, b C.tt_tensor) (*Tensor, *Tensor) {
 	return ta, tb
 }
 
-func (s *Scope) unary(op C.int, a *Tensor) *Tensor {
+func (s *Scope) unary(op csrc.UnaryOp, a *Tensor) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_unary(op, a.handle(), &h), h)
+	return s.put(csrc.Unary(op, a.handle()))
 }
 
-func (s *Scope) binary(op C.int, a, b *Tensor) *Tensor {
+func (s *Scope) binary(op csrc.BinaryOp, a, b *Tensor) *Tensor {
 	if !s.ok(a, b) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_binary(op, a.handle(), b.handle(), &h), h)
+	return s.put(csrc.Binary(op, a.handle(), b.handle()))
 }
 
-func (s *Scope) scalar(op C.int, a *Tensor, v float64) *Tensor {
+func (s *Scope) scalar(op csrc.ScalarOp, a *Tensor, v float64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_scalar(op, a.handle(), C.double(v), &h), h)
+	return s.put(csrc.Scalar(op, a.handle(), v))
 }
 
-func (s *Scope) reduce(op C.int, a *Tensor, keepdim bool, dims []int64) *Tensor {
+func (s *Scope) reduce(op csrc.ReduceOp, a *Tensor, keepdim bool, dims []int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_reduce(op, a.handle(), shapePtr(dims), C.int(len(dims)), b2i(keepdim), &h), h)
+	return s.put(csrc.Reduce(op, a.handle(), dims, keepdim))
 }
 
 // ---- creation inside a scope ----
@@ -180,91 +171,90 @@ func (s *Scope) Arange(start, end, step float64, dtype DType, dev Device) *Tenso
 
 // ---- elementwise unary ----
 
-func (s *Scope) Neg(a *Tensor) *Tensor        { return s.unary(C.TT_NEG, a) }
-func (s *Scope) Exp(a *Tensor) *Tensor        { return s.unary(C.TT_EXP, a) }
-func (s *Scope) Log(a *Tensor) *Tensor        { return s.unary(C.TT_LOG, a) }
-func (s *Scope) Log1p(a *Tensor) *Tensor      { return s.unary(C.TT_LOG1P, a) }
-func (s *Scope) Sqrt(a *Tensor) *Tensor       { return s.unary(C.TT_SQRT, a) }
-func (s *Scope) Rsqrt(a *Tensor) *Tensor      { return s.unary(C.TT_RSQRT, a) }
-func (s *Scope) Abs(a *Tensor) *Tensor        { return s.unary(C.TT_ABS, a) }
-func (s *Scope) Sign(a *Tensor) *Tensor       { return s.unary(C.TT_SIGN, a) }
-func (s *Scope) Square(a *Tensor) *Tensor     { return s.unary(C.TT_SQUARE, a) }
-func (s *Scope) Reciprocal(a *Tensor) *Tensor { return s.unary(C.TT_RECIPROCAL, a) }
-func (s *Scope) Floor(a *Tensor) *Tensor      { return s.unary(C.TT_FLOOR, a) }
-func (s *Scope) SiLU(a *Tensor) *Tensor       { return s.unary(C.TT_SILU, a) }
-func (s *Scope) ReLU(a *Tensor) *Tensor       { return s.unary(C.TT_RELU, a) }
-func (s *Scope) Sigmoid(a *Tensor) *Tensor    { return s.unary(C.TT_SIGMOID, a) }
-func (s *Scope) Tanh(a *Tensor) *Tensor       { return s.unary(C.TT_TANH, a) }
-func (s *Scope) Cos(a *Tensor) *Tensor        { return s.unary(C.TT_COS, a) }
-func (s *Scope) Sin(a *Tensor) *Tensor        { return s.unary(C.TT_SIN, a) }
-func (s *Scope) Not(a *Tensor) *Tensor        { return s.unary(C.TT_LOGICAL_NOT, a) }
-func (s *Scope) IsNaN(a *Tensor) *Tensor      { return s.unary(C.TT_ISNAN, a) }
+func (s *Scope) Neg(a *Tensor) *Tensor        { return s.unary(csrc.OpNeg, a) }
+func (s *Scope) Exp(a *Tensor) *Tensor        { return s.unary(csrc.OpExp, a) }
+func (s *Scope) Log(a *Tensor) *Tensor        { return s.unary(csrc.OpLog, a) }
+func (s *Scope) Log1p(a *Tensor) *Tensor      { return s.unary(csrc.OpLog1p, a) }
+func (s *Scope) Sqrt(a *Tensor) *Tensor       { return s.unary(csrc.OpSqrt, a) }
+func (s *Scope) Rsqrt(a *Tensor) *Tensor      { return s.unary(csrc.OpRsqrt, a) }
+func (s *Scope) Abs(a *Tensor) *Tensor        { return s.unary(csrc.OpAbs, a) }
+func (s *Scope) Sign(a *Tensor) *Tensor       { return s.unary(csrc.OpSign, a) }
+func (s *Scope) Square(a *Tensor) *Tensor     { return s.unary(csrc.OpSquare, a) }
+func (s *Scope) Reciprocal(a *Tensor) *Tensor { return s.unary(csrc.OpReciprocal, a) }
+func (s *Scope) Floor(a *Tensor) *Tensor      { return s.unary(csrc.OpFloor, a) }
+func (s *Scope) SiLU(a *Tensor) *Tensor       { return s.unary(csrc.OpSiLU, a) }
+func (s *Scope) ReLU(a *Tensor) *Tensor       { return s.unary(csrc.OpReLU, a) }
+func (s *Scope) Sigmoid(a *Tensor) *Tensor    { return s.unary(csrc.OpSigmoid, a) }
+func (s *Scope) Tanh(a *Tensor) *Tensor       { return s.unary(csrc.OpTanh, a) }
+func (s *Scope) Cos(a *Tensor) *Tensor        { return s.unary(csrc.OpCos, a) }
+func (s *Scope) Sin(a *Tensor) *Tensor        { return s.unary(csrc.OpSin, a) }
+func (s *Scope) Not(a *Tensor) *Tensor        { return s.unary(csrc.OpLogicalNot, a) }
+func (s *Scope) IsNaN(a *Tensor) *Tensor      { return s.unary(csrc.OpIsNaN, a) }
 
 // GELU is the exact (erf) GELU; GELUTanh the tanh approximation.
-func (s *Scope) GELU(a *Tensor) *Tensor     { return s.unary(C.TT_GELU, a) }
-func (s *Scope) GELUTanh(a *Tensor) *Tensor { return s.unary(C.TT_GELU_TANH, a) }
+func (s *Scope) GELU(a *Tensor) *Tensor     { return s.unary(csrc.OpGELU, a) }
+func (s *Scope) GELUTanh(a *Tensor) *Tensor { return s.unary(csrc.OpGELUTanh, a) }
 
 // Contiguous returns a contiguous copy of a (or a itself, re-referenced).
-func (s *Scope) Contiguous(a *Tensor) *Tensor { return s.unary(C.TT_CONTIGUOUS, a) }
+func (s *Scope) Contiguous(a *Tensor) *Tensor { return s.unary(csrc.OpContiguous, a) }
 
 // Clone copies a (keeping autograd history).
-func (s *Scope) Clone(a *Tensor) *Tensor { return s.unary(C.TT_CLONE, a) }
+func (s *Scope) Clone(a *Tensor) *Tensor { return s.unary(csrc.OpClone, a) }
 
 // Detach returns a view of a cut from the autograd graph.
-func (s *Scope) Detach(a *Tensor) *Tensor { return s.unary(C.TT_DETACH, a) }
+func (s *Scope) Detach(a *Tensor) *Tensor { return s.unary(csrc.OpDetach, a) }
 
 // ---- elementwise binary (broadcasting) ----
 
-func (s *Scope) Add(a, b *Tensor) *Tensor     { return s.binary(C.TT_ADD, a, b) }
-func (s *Scope) Sub(a, b *Tensor) *Tensor     { return s.binary(C.TT_SUB, a, b) }
-func (s *Scope) Mul(a, b *Tensor) *Tensor     { return s.binary(C.TT_MUL, a, b) }
-func (s *Scope) Div(a, b *Tensor) *Tensor     { return s.binary(C.TT_DIV, a, b) }
-func (s *Scope) Pow(a, b *Tensor) *Tensor     { return s.binary(C.TT_POW, a, b) }
-func (s *Scope) Minimum(a, b *Tensor) *Tensor { return s.binary(C.TT_MINIMUM, a, b) }
-func (s *Scope) Maximum(a, b *Tensor) *Tensor { return s.binary(C.TT_MAXIMUM, a, b) }
-func (s *Scope) Eq(a, b *Tensor) *Tensor      { return s.binary(C.TT_EQ, a, b) }
-func (s *Scope) Ne(a, b *Tensor) *Tensor      { return s.binary(C.TT_NE, a, b) }
-func (s *Scope) Lt(a, b *Tensor) *Tensor      { return s.binary(C.TT_LT, a, b) }
-func (s *Scope) Le(a, b *Tensor) *Tensor      { return s.binary(C.TT_LE, a, b) }
-func (s *Scope) Gt(a, b *Tensor) *Tensor      { return s.binary(C.TT_GT, a, b) }
-func (s *Scope) Ge(a, b *Tensor) *Tensor      { return s.binary(C.TT_GE, a, b) }
-func (s *Scope) And(a, b *Tensor) *Tensor     { return s.binary(C.TT_LOGICAL_AND, a, b) }
-func (s *Scope) Or(a, b *Tensor) *Tensor      { return s.binary(C.TT_LOGICAL_OR, a, b) }
+func (s *Scope) Add(a, b *Tensor) *Tensor     { return s.binary(csrc.OpAdd, a, b) }
+func (s *Scope) Sub(a, b *Tensor) *Tensor     { return s.binary(csrc.OpSub, a, b) }
+func (s *Scope) Mul(a, b *Tensor) *Tensor     { return s.binary(csrc.OpMul, a, b) }
+func (s *Scope) Div(a, b *Tensor) *Tensor     { return s.binary(csrc.OpDiv, a, b) }
+func (s *Scope) Pow(a, b *Tensor) *Tensor     { return s.binary(csrc.OpPow, a, b) }
+func (s *Scope) Minimum(a, b *Tensor) *Tensor { return s.binary(csrc.OpMinimum, a, b) }
+func (s *Scope) Maximum(a, b *Tensor) *Tensor { return s.binary(csrc.OpMaximum, a, b) }
+func (s *Scope) Eq(a, b *Tensor) *Tensor      { return s.binary(csrc.OpEq, a, b) }
+func (s *Scope) Ne(a, b *Tensor) *Tensor      { return s.binary(csrc.OpNe, a, b) }
+func (s *Scope) Lt(a, b *Tensor) *Tensor      { return s.binary(csrc.OpLt, a, b) }
+func (s *Scope) Le(a, b *Tensor) *Tensor      { return s.binary(csrc.OpLe, a, b) }
+func (s *Scope) Gt(a, b *Tensor) *Tensor      { return s.binary(csrc.OpGt, a, b) }
+func (s *Scope) Ge(a, b *Tensor) *Tensor      { return s.binary(csrc.OpGe, a, b) }
+func (s *Scope) And(a, b *Tensor) *Tensor     { return s.binary(csrc.OpLogicalAnd, a, b) }
+func (s *Scope) Or(a, b *Tensor) *Tensor      { return s.binary(csrc.OpLogicalOr, a, b) }
 
 // MatMul is torch.matmul (batched, broadcasting); BMM is torch.bmm.
-func (s *Scope) MatMul(a, b *Tensor) *Tensor { return s.binary(C.TT_MATMUL, a, b) }
-func (s *Scope) BMM(a, b *Tensor) *Tensor    { return s.binary(C.TT_BMM, a, b) }
+func (s *Scope) MatMul(a, b *Tensor) *Tensor { return s.binary(csrc.OpMatMul, a, b) }
+func (s *Scope) BMM(a, b *Tensor) *Tensor    { return s.binary(csrc.OpBMM, a, b) }
 
 // ---- tensor-scalar ----
 
-func (s *Scope) AddS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_ADD_S, a, v) }
-func (s *Scope) SubS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_SUB_S, a, v) }
-func (s *Scope) MulS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_MUL_S, a, v) }
-func (s *Scope) DivS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_DIV_S, a, v) }
-func (s *Scope) PowS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_POW_S, a, v) }
+func (s *Scope) AddS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpAddS, a, v) }
+func (s *Scope) SubS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpSubS, a, v) }
+func (s *Scope) MulS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpMulS, a, v) }
+func (s *Scope) DivS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpDivS, a, v) }
+func (s *Scope) PowS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpPowS, a, v) }
 
 // RSubS computes v - a; RDivS computes v / a.
-func (s *Scope) RSubS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_RSUB_S, a, v) }
-func (s *Scope) RDivS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_RDIV_S, a, v) }
+func (s *Scope) RSubS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpRSubS, a, v) }
+func (s *Scope) RDivS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpRDivS, a, v) }
 
-func (s *Scope) EqS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_EQ_S, a, v) }
-func (s *Scope) NeS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_NE_S, a, v) }
-func (s *Scope) LtS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_LT_S, a, v) }
-func (s *Scope) LeS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_LE_S, a, v) }
-func (s *Scope) GtS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_GT_S, a, v) }
-func (s *Scope) GeS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_GE_S, a, v) }
+func (s *Scope) EqS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpEqS, a, v) }
+func (s *Scope) NeS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpNeS, a, v) }
+func (s *Scope) LtS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpLtS, a, v) }
+func (s *Scope) LeS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpLeS, a, v) }
+func (s *Scope) GtS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpGtS, a, v) }
+func (s *Scope) GeS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpGeS, a, v) }
 
 // MinS is min(a, v) elementwise; MaxS is max(a, v).
-func (s *Scope) MinS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_MINIMUM_S, a, v) }
-func (s *Scope) MaxS(a *Tensor, v float64) *Tensor { return s.scalar(C.TT_MAXIMUM_S, a, v) }
+func (s *Scope) MinS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpMinimumS, a, v) }
+func (s *Scope) MaxS(a *Tensor, v float64) *Tensor { return s.scalar(csrc.OpMaximumS, a, v) }
 
 // Clamp limits a to [lo, hi].
 func (s *Scope) Clamp(a *Tensor, lo, hi float64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_clamp(a.handle(), C.double(lo), C.double(hi), 1, 1, &h), h)
+	return s.put(csrc.Clamp(a.handle(), lo, hi, true, true))
 }
 
 // Where picks a where cond is true, else b.
@@ -272,8 +262,7 @@ func (s *Scope) Where(cond, a, b *Tensor) *Tensor {
 	if !s.ok(cond, a, b) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_where(cond.handle(), a.handle(), b.handle(), &h), h)
+	return s.put(csrc.Where(cond.handle(), a.handle(), b.handle()))
 }
 
 // MaskedFill sets a to v where mask is true.
@@ -281,56 +270,55 @@ func (s *Scope) MaskedFill(a, mask *Tensor, v float64) *Tensor {
 	if !s.ok(a, mask) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_masked_fill(a.handle(), mask.handle(), C.double(v), &h), h)
+	return s.put(csrc.MaskedFill(a.handle(), mask.handle(), v))
 }
 
 // ---- reductions: no dims means all elements ----
 
 func (s *Scope) Sum(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_SUM, a, keepdim, dims)
+	return s.reduce(csrc.OpSum, a, keepdim, dims)
 }
 func (s *Scope) Mean(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_MEAN, a, keepdim, dims)
+	return s.reduce(csrc.OpMean, a, keepdim, dims)
 }
 
 // Var and Std are unbiased (n-1); VarPop and StdPop divide by n.
 func (s *Scope) Var(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_VAR, a, keepdim, dims)
+	return s.reduce(csrc.OpVar, a, keepdim, dims)
 }
 func (s *Scope) Std(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_STD, a, keepdim, dims)
+	return s.reduce(csrc.OpStd, a, keepdim, dims)
 }
 func (s *Scope) VarPop(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_VAR_POP, a, keepdim, dims)
+	return s.reduce(csrc.OpVarPop, a, keepdim, dims)
 }
 func (s *Scope) StdPop(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_STD_POP, a, keepdim, dims)
+	return s.reduce(csrc.OpStdPop, a, keepdim, dims)
 }
 
 // Max and Min are amax/amin over dims (values only).
 func (s *Scope) Max(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_AMAX, a, keepdim, dims)
+	return s.reduce(csrc.OpAMax, a, keepdim, dims)
 }
 func (s *Scope) Min(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_AMIN, a, keepdim, dims)
+	return s.reduce(csrc.OpAMin, a, keepdim, dims)
 }
 func (s *Scope) LogSumExp(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_LOGSUMEXP, a, keepdim, dims)
+	return s.reduce(csrc.OpLogSumExp, a, keepdim, dims)
 }
 func (s *Scope) Prod(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_PROD, a, keepdim, dims)
+	return s.reduce(csrc.OpProd, a, keepdim, dims)
 }
 func (s *Scope) Any(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_ANY, a, keepdim, dims)
+	return s.reduce(csrc.OpAny, a, keepdim, dims)
 }
 func (s *Scope) All(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_ALL, a, keepdim, dims)
+	return s.reduce(csrc.OpAll, a, keepdim, dims)
 }
 
 // Norm is the L2 norm over dims.
 func (s *Scope) Norm(a *Tensor, keepdim bool, dims ...int64) *Tensor {
-	return s.reduce(C.TT_NORM2, a, keepdim, dims)
+	return s.reduce(csrc.OpNorm2, a, keepdim, dims)
 }
 
 // MaxDim returns the max values and their indices along dim.
@@ -338,8 +326,7 @@ func (s *Scope) MaxDim(a *Tensor, dim int64, keepdim bool) (values, indices *Ten
 	if !s.ok(a) {
 		return nil, nil
 	}
-	var v, i C.tt_tensor
-	return s.put2(C.tt_max_dim(a.handle(), C.int64_t(dim), b2i(keepdim), &v, &i), v, i)
+	return s.put2(csrc.MaxDim(a.handle(), dim, keepdim))
 }
 
 // Argmax returns the index of the max along dim.
@@ -347,8 +334,7 @@ func (s *Scope) Argmax(a *Tensor, dim int64, keepdim bool) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_argmax(a.handle(), C.int64_t(dim), b2i(keepdim), &h), h)
+	return s.put(csrc.Argmax(a.handle(), dim, keepdim))
 }
 
 // TopK returns the k largest (or smallest) values along dim, sorted, and their indices.
@@ -356,8 +342,7 @@ func (s *Scope) TopK(a *Tensor, k, dim int64, largest bool) (values, indices *Te
 	if !s.ok(a) {
 		return nil, nil
 	}
-	var v, i C.tt_tensor
-	return s.put2(C.tt_topk(a.handle(), C.int64_t(k), C.int64_t(dim), b2i(largest), &v, &i), v, i)
+	return s.put2(csrc.TopK(a.handle(), k, dim, largest))
 }
 
 // Sort sorts along dim; stable keeps the order of equal elements.
@@ -365,8 +350,7 @@ func (s *Scope) Sort(a *Tensor, dim int64, descending, stable bool) (values, ind
 	if !s.ok(a) {
 		return nil, nil
 	}
-	var v, i C.tt_tensor
-	return s.put2(C.tt_sort(a.handle(), C.int64_t(dim), b2i(descending), b2i(stable), &v, &i), v, i)
+	return s.put2(csrc.Sort(a.handle(), dim, descending, stable))
 }
 
 // Cumsum is the cumulative sum along dim.
@@ -374,8 +358,7 @@ func (s *Scope) Cumsum(a *Tensor, dim int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_cumsum(a.handle(), C.int64_t(dim), &h), h)
+	return s.put(csrc.Cumsum(a.handle(), dim))
 }
 
 // Softmax along dim.
@@ -383,8 +366,7 @@ func (s *Scope) Softmax(a *Tensor, dim int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_softmax(a.handle(), C.int64_t(dim), 0, &h), h)
+	return s.put(csrc.Softmax(a.handle(), dim, false))
 }
 
 // LogSoftmax along dim.
@@ -392,8 +374,7 @@ func (s *Scope) LogSoftmax(a *Tensor, dim int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_softmax(a.handle(), C.int64_t(dim), 1, &h), h)
+	return s.put(csrc.Softmax(a.handle(), dim, true))
 }
 
 // Linear computes x @ w^T + b (b may be nil), as torch.nn.functional.linear.
@@ -401,15 +382,14 @@ func (s *Scope) Linear(x, w, b *Tensor) *Tensor {
 	if !s.ok(x, w) {
 		return nil
 	}
-	var bh C.tt_tensor
+	var bh csrc.Tensor
 	if b != nil {
 		if !s.ok(b) {
 			return nil
 		}
 		bh = b.handle()
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_linear(x.handle(), w.handle(), bh, &h), h)
+	return s.put(csrc.Linear(x.handle(), w.handle(), bh))
 }
 
 // Embedding looks ids (int64) up in the rows of weight.
@@ -417,8 +397,7 @@ func (s *Scope) Embedding(weight, ids *Tensor) *Tensor {
 	if !s.ok(weight, ids) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_embedding(weight.handle(), ids.handle(), &h), h)
+	return s.put(csrc.Embedding(weight.handle(), ids.handle()))
 }
 
 // Multinomial draws n indices per row of probs from g (nil: default generator).
@@ -426,8 +405,7 @@ func (s *Scope) Multinomial(probs *Tensor, n int64, replacement bool, g *Generat
 	if !s.ok(probs) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_multinomial(probs.handle(), C.int64_t(n), b2i(replacement), g.handle(), &h), h)
+	return s.put(csrc.Multinomial(probs.handle(), n, replacement, g.handle()))
 }
 
 // Randn draws standard normals into a scoped tensor.
@@ -451,8 +429,7 @@ func (s *Scope) To(a *Tensor, dtype DType, dev Device) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_to(a.handle(), C.int(dtype), dev.c(), &h), h)
+	return s.put(csrc.To(a.handle(), int(dtype), dev.c()))
 }
 
 // Cast converts a to dtype on its own device.
@@ -470,8 +447,7 @@ func (s *Scope) Reshape(a *Tensor, shape ...int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_reshape(a.handle(), shapePtr(shape), C.int(len(shape)), &h), h)
+	return s.put(csrc.Reshape(a.handle(), shape))
 }
 
 // View is Reshape that never copies (fails on incompatible strides).
@@ -479,8 +455,7 @@ func (s *Scope) View(a *Tensor, shape ...int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_view(a.handle(), shapePtr(shape), C.int(len(shape)), &h), h)
+	return s.put(csrc.View(a.handle(), shape))
 }
 
 // Expand broadcasts a to shape without copying (-1 keeps a dimension).
@@ -488,8 +463,7 @@ func (s *Scope) Expand(a *Tensor, shape ...int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_expand(a.handle(), shapePtr(shape), C.int(len(shape)), &h), h)
+	return s.put(csrc.Expand(a.handle(), shape))
 }
 
 // Permute reorders dimensions.
@@ -497,8 +471,7 @@ func (s *Scope) Permute(a *Tensor, dims ...int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_permute(a.handle(), shapePtr(dims), C.int(len(dims)), &h), h)
+	return s.put(csrc.Permute(a.handle(), dims))
 }
 
 // Transpose swaps two dimensions.
@@ -506,8 +479,7 @@ func (s *Scope) Transpose(a *Tensor, d0, d1 int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_transpose(a.handle(), C.int64_t(d0), C.int64_t(d1), &h), h)
+	return s.put(csrc.Transpose(a.handle(), d0, d1))
 }
 
 // Slice is a[start:end:step] along dim (a view).
@@ -515,8 +487,7 @@ func (s *Scope) Slice(a *Tensor, dim, start, end, step int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_slice(a.handle(), C.int64_t(dim), C.int64_t(start), C.int64_t(end), C.int64_t(step), &h), h)
+	return s.put(csrc.Slice(a.handle(), dim, start, end, step))
 }
 
 // Narrow is a[start:start+n] along dim (a view).
@@ -524,8 +495,7 @@ func (s *Scope) Narrow(a *Tensor, dim, start, n int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_narrow(a.handle(), C.int64_t(dim), C.int64_t(start), C.int64_t(n), &h), h)
+	return s.put(csrc.Narrow(a.handle(), dim, start, n))
 }
 
 // Unsqueeze inserts a dimension of size 1 at dim.
@@ -533,8 +503,7 @@ func (s *Scope) Unsqueeze(a *Tensor, dim int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_unsqueeze(a.handle(), C.int64_t(dim), &h), h)
+	return s.put(csrc.Unsqueeze(a.handle(), dim))
 }
 
 // Squeeze removes dimension dim if its size is 1.
@@ -542,8 +511,7 @@ func (s *Scope) Squeeze(a *Tensor, dim int64) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_squeeze(a.handle(), C.int64_t(dim), &h), h)
+	return s.put(csrc.Squeeze(a.handle(), dim))
 }
 
 // IndexSelect picks entries idx (int64, 1-D) along dim.
@@ -551,8 +519,7 @@ func (s *Scope) IndexSelect(a *Tensor, dim int64, idx *Tensor) *Tensor {
 	if !s.ok(a, idx) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_index_select(a.handle(), C.int64_t(dim), idx.handle(), &h), h)
+	return s.put(csrc.IndexSelect(a.handle(), dim, idx.handle()))
 }
 
 // Gather is torch.gather.
@@ -560,8 +527,7 @@ func (s *Scope) Gather(a *Tensor, dim int64, idx *Tensor) *Tensor {
 	if !s.ok(a, idx) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_gather(a.handle(), C.int64_t(dim), idx.handle(), &h), h)
+	return s.put(csrc.Gather(a.handle(), dim, idx.handle()))
 }
 
 // Scatter is torch.scatter (out of place).
@@ -569,8 +535,7 @@ func (s *Scope) Scatter(a *Tensor, dim int64, idx, src *Tensor) *Tensor {
 	if !s.ok(a, idx, src) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_scatter(a.handle(), C.int64_t(dim), idx.handle(), src.handle(), &h), h)
+	return s.put(csrc.Scatter(a.handle(), dim, idx.handle(), src.handle()))
 }
 
 // ScatterAdd is torch.scatter_add (out of place).
@@ -578,11 +543,10 @@ func (s *Scope) ScatterAdd(a *Tensor, dim int64, idx, src *Tensor) *Tensor {
 	if !s.ok(a, idx, src) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_scatter_add(a.handle(), C.int64_t(dim), idx.handle(), src.handle(), &h), h)
+	return s.put(csrc.ScatterAdd(a.handle(), dim, idx.handle(), src.handle()))
 }
 
-func (s *Scope) list(ts []*Tensor) []C.tt_tensor {
+func (s *Scope) list(ts []*Tensor) []csrc.Tensor {
 	if !s.ok(ts...) {
 		return nil
 	}
@@ -590,7 +554,7 @@ func (s *Scope) list(ts []*Tensor) []C.tt_tensor {
 		s.err = &Error{Op: "cat", Msg: "needs at least one tensor"}
 		return nil
 	}
-	hs := make([]C.tt_tensor, len(ts))
+	hs := make([]csrc.Tensor, len(ts))
 	for i, t := range ts {
 		hs[i] = t.handle()
 	}
@@ -603,8 +567,7 @@ func (s *Scope) Cat(ts []*Tensor, dim int64) *Tensor {
 	if hs == nil {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_cat((*C.tt_tensor)(unsafe.Pointer(&hs[0])), C.int(len(hs)), C.int64_t(dim), &h), h)
+	return s.put(csrc.Cat(hs, dim))
 }
 
 // Stack stacks along a new dim.
@@ -613,8 +576,7 @@ func (s *Scope) Stack(ts []*Tensor, dim int64) *Tensor {
 	if hs == nil {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_stack((*C.tt_tensor)(unsafe.Pointer(&hs[0])), C.int(len(hs)), C.int64_t(dim), &h), h)
+	return s.put(csrc.Stack(hs, dim))
 }
 
 // Triu keeps the upper triangle from diagonal k; Tril the lower.
@@ -625,8 +587,7 @@ func (s *Scope) tri(a *Tensor, k int64, upper bool) *Tensor {
 	if !s.ok(a) {
 		return nil
 	}
-	var h C.tt_tensor
-	return s.put(C.tt_triu(a.handle(), C.int64_t(k), b2i(upper), &h), h)
+	return s.put(csrc.Triu(a.handle(), k, upper))
 }
 
 // ---- in place ----
@@ -634,21 +595,21 @@ func (s *Scope) tri(a *Tensor, k int64, upper bool) *Tensor {
 // CopyInto copies src into dst (broadcasting; no autograd).
 func (s *Scope) CopyInto(dst, src *Tensor) {
 	if s.ok(dst, src) {
-		s.Fail(check(C.tt_copy_(dst.handle(), src.handle())))
+		s.Fail(check(csrc.Copy(dst.handle(), src.handle())))
 	}
 }
 
 // FillInto sets every element of dst to v (no autograd).
 func (s *Scope) FillInto(dst *Tensor, v float64) {
 	if s.ok(dst) {
-		s.Fail(check(C.tt_fill_(dst.handle(), C.double(v))))
+		s.Fail(check(csrc.Fill(dst.handle(), v)))
 	}
 }
 
 // IndexCopyInto copies rows of src into dst at idx along dim (no autograd).
 func (s *Scope) IndexCopyInto(dst *Tensor, dim int64, idx, src *Tensor) {
 	if s.ok(dst, idx, src) {
-		s.Fail(check(C.tt_index_copy_(dst.handle(), C.int64_t(dim), idx.handle(), src.handle())))
+		s.Fail(check(csrc.IndexCopy(dst.handle(), dim, idx.handle(), src.handle())))
 	}
 }
 

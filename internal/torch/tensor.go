@@ -1,17 +1,12 @@
 package torch
 
-/*
-#include <stdlib.h>
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"unsafe"
+
+	"ragen/internal/torch/csrc"
 )
 
 // Tensor is a handle to a libtorch tensor. The zero value and freed tensors
@@ -22,7 +17,7 @@ type Tensor struct {
 
 // cell holds the C handle; the leak checker watches it.
 type cell struct {
-	h C.tt_tensor
+	h csrc.Tensor
 }
 
 var (
@@ -39,11 +34,11 @@ func SetLeakCheck(on bool) { leakCheck.Store(on) }
 // since the process started (counted only while SetLeakCheck is on).
 func Leaked() int64 { return leaked.Load() }
 
-func newTensor(h C.tt_tensor) *Tensor {
+func newTensor(h csrc.Tensor) *Tensor {
 	t := &Tensor{c: &cell{h: h}}
 	if leakCheck.Load() {
 		runtime.AddCleanup(t, func(c *cell) {
-			if c.h != nil {
+			if !c.h.IsNil() {
 				leaked.Add(1)
 			}
 		}, t.c)
@@ -51,47 +46,42 @@ func newTensor(h C.tt_tensor) *Tensor {
 	return t
 }
 
-// handle returns the C handle or nil if t is nil or freed.
-func (t *Tensor) handle() C.tt_tensor {
+// handle returns the C handle or the NULL handle if t is nil or freed.
+func (t *Tensor) handle() csrc.Tensor {
 	if t == nil || t.c == nil {
-		return nil
+		return csrc.Tensor{}
 	}
 	return t.c.h
 }
 
 // Valid reports whether t holds a live handle.
-func (t *Tensor) Valid() bool { return t.handle() != nil }
+func (t *Tensor) Valid() bool { return !t.handle().IsNil() }
 
 // Free releases t's reference. Views and autograd graphs that share the
 // storage stay valid. Freeing twice or freeing nil is a no-op.
 func (t *Tensor) Free() {
-	if h := t.handle(); h != nil {
-		C.tt_free(h)
-		t.c.h = nil
+	if h := t.handle(); !h.IsNil() {
+		csrc.Free(h)
+		t.c.h = csrc.Tensor{}
 	}
 }
 
 // Shape returns the sizes of t (nil for a freed tensor).
 func (t *Tensor) Shape() []int64 {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return nil
 	}
-	n := int(C.tt_ndim(h))
-	s := make([]int64, n)
-	if n > 0 {
-		C.tt_shape(h, (*C.int64_t)(unsafe.Pointer(&s[0])))
-	}
-	return s
+	return csrc.Shape(h)
 }
 
 // Dim is the number of dimensions.
 func (t *Tensor) Dim() int {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return 0
 	}
-	return int(C.tt_ndim(h))
+	return csrc.Ndim(h)
 }
 
 // Size returns the size of dimension d (negative d counts from the end).
@@ -109,27 +99,27 @@ func (t *Tensor) Size(d int) int64 {
 // Numel is the number of elements.
 func (t *Tensor) Numel() int64 {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return 0
 	}
-	return int64(C.tt_numel(h))
+	return csrc.Numel(h)
 }
 
 // DType is t's element type.
-func (t *Tensor) DType() DType { return DType(C.tt_dtype(t.mustHandle())) }
+func (t *Tensor) DType() DType { return DType(csrc.DType(t.mustHandle())) }
 
 // Device is where t lives.
-func (t *Tensor) Device() Device { return deviceFromC(C.tt_device(t.mustHandle())) }
+func (t *Tensor) Device() Device { return deviceFromC(csrc.Device(t.mustHandle())) }
 
 // RequiresGrad reports whether autograd records ops on t.
-func (t *Tensor) RequiresGrad() bool { return C.tt_requires_grad(t.mustHandle()) != 0 }
+func (t *Tensor) RequiresGrad() bool { return csrc.RequiresGrad(t.mustHandle()) }
 
 // IsContiguous reports whether t is laid out contiguously.
-func (t *Tensor) IsContiguous() bool { return C.tt_is_contiguous(t.mustHandle()) != 0 }
+func (t *Tensor) IsContiguous() bool { return csrc.IsContiguous(t.mustHandle()) }
 
-func (t *Tensor) mustHandle() C.tt_tensor {
+func (t *Tensor) mustHandle() csrc.Tensor {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		panic(ErrFreed)
 	}
 	return h
@@ -138,15 +128,14 @@ func (t *Tensor) mustHandle() C.tt_tensor {
 // String prints t as libtorch does (for debugging).
 func (t *Tensor) String() string {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return "Tensor(freed)"
 	}
-	var s *C.char
-	if err := check(C.tt_to_string(h, &s)); err != nil {
-		return "Tensor(" + err.Error() + ")"
+	s, err := csrc.ToString(h)
+	if err != nil {
+		return "Tensor(" + check(err).Error() + ")"
 	}
-	defer C.free(unsafe.Pointer(s))
-	return strings.TrimSpace(C.GoString(s))
+	return strings.TrimSpace(s)
 }
 
 // Elem lists the Go element types that convert to and from tensors.
@@ -195,17 +184,7 @@ func From[T Elem](data []T, shape ...int64) (*Tensor, error) {
 	if err := checkShape(len(data), shape); err != nil {
 		return nil, err
 	}
-	var p unsafe.Pointer
-	if len(data) > 0 {
-		p = unsafe.Pointer(unsafe.SliceData(data))
-	}
-	var h C.tt_tensor
-	err := check(C.tt_from_data(p, C.int(dtypeOf[T]()), shapePtr(shape), C.int(len(shape)), C.TT_CPU, &h))
-	runtime.KeepAlive(data)
-	if err != nil {
-		return nil, err
-	}
-	return newTensor(h), nil
+	return wrapOut(csrc.FromData(data, int(dtypeOf[T]()), shape, csrc.CPU))
 }
 
 // FromBytes makes a CPU tensor from raw little-endian element bytes of dtype
@@ -218,35 +197,18 @@ func FromBytes(data []byte, dtype DType, shape ...int64) (*Tensor, error) {
 	if err := checkShape(n, shape); err != nil {
 		return nil, err
 	}
-	var p unsafe.Pointer
-	if len(data) > 0 {
-		p = unsafe.Pointer(unsafe.SliceData(data))
-	}
-	var h C.tt_tensor
-	err := check(C.tt_from_data(p, C.int(dtype), shapePtr(shape), C.int(len(shape)), C.TT_CPU, &h))
-	runtime.KeepAlive(data)
-	if err != nil {
-		return nil, err
-	}
-	return newTensor(h), nil
+	return wrapOut(csrc.FromData(data, int(dtype), shape, csrc.CPU))
 }
 
 // Data copies t's elements, converted to T, into a new slice in row-major
 // order. The tensor may live on any device and have any layout.
 func Data[T Elem](t *Tensor) ([]T, error) {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return nil, ErrFreed
 	}
-	n := int(C.tt_numel(h))
-	out := make([]T, n)
-	var p unsafe.Pointer
-	if n > 0 {
-		p = unsafe.Pointer(&out[0])
-	}
-	var z T
-	err := check(C.tt_copy_out(h, C.int(dtypeOf[T]()), p, C.int64_t(n*int(unsafe.Sizeof(z)))))
-	if err != nil {
+	out := make([]T, csrc.Numel(h))
+	if err := check(csrc.CopyOut(h, int(dtypeOf[T]()), out)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -255,16 +217,11 @@ func Data[T Elem](t *Tensor) ([]T, error) {
 // Bytes copies t's elements as raw bytes of dtype (for writing safetensors).
 func Bytes(t *Tensor, dtype DType) ([]byte, error) {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return nil, ErrFreed
 	}
-	n := int(C.tt_numel(h)) * dtype.Size()
-	out := make([]byte, n)
-	var p unsafe.Pointer
-	if n > 0 {
-		p = unsafe.Pointer(&out[0])
-	}
-	if err := check(C.tt_copy_out(h, C.int(dtype), p, C.int64_t(n))); err != nil {
+	out := make([]byte, int(csrc.Numel(h))*dtype.Size())
+	if err := check(csrc.CopyOut(h, int(dtype), out)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -273,27 +230,23 @@ func Bytes(t *Tensor, dtype DType) ([]byte, error) {
 // Item returns the single element of t as float64.
 func (t *Tensor) Item() (float64, error) {
 	h := t.handle()
-	if h == nil {
+	if h.IsNil() {
 		return 0, ErrFreed
 	}
-	var v C.double
-	if err := check(C.tt_item(h, &v)); err != nil {
-		return 0, err
-	}
-	return float64(v), nil
+	v, err := csrc.Item(h)
+	return v, check(err)
 }
 
-func wrapOut(e C.tt_err, h C.tt_tensor) (*Tensor, error) {
-	if err := check(e); err != nil {
-		return nil, err
+func wrapOut(h csrc.Tensor, err error) (*Tensor, error) {
+	if err != nil {
+		return nil, check(err)
 	}
 	return newTensor(h), nil
 }
 
 // Full returns a tensor of the given shape filled with v.
 func Full(shape []int64, v float64, dtype DType, dev Device) (*Tensor, error) {
-	var h C.tt_tensor
-	return wrapOut(C.tt_full(shapePtr(shape), C.int(len(shape)), C.double(v), C.int(dtype), dev.c(), &h), h)
+	return wrapOut(csrc.Full(shape, v, int(dtype), dev.c()))
 }
 
 // Zeros returns a zero tensor.
@@ -306,55 +259,51 @@ func Ones(shape []int64, dtype DType, dev Device) (*Tensor, error) { return Full
 
 // Arange returns [start, end) in steps of step.
 func Arange(start, end, step float64, dtype DType, dev Device) (*Tensor, error) {
-	var h C.tt_tensor
-	return wrapOut(C.tt_arange(C.double(start), C.double(end), C.double(step), C.int(dtype), dev.c(), &h), h)
+	return wrapOut(csrc.Arange(start, end, step, int(dtype), dev.c()))
 }
 
 // Randn draws standard normal values from g (nil: the default generator).
 func Randn(g *Generator, shape []int64, dtype DType, dev Device) (*Tensor, error) {
-	var h C.tt_tensor
-	return wrapOut(C.tt_randn(shapePtr(shape), C.int(len(shape)), C.int(dtype), dev.c(), g.handle(), &h), h)
+	return wrapOut(csrc.Randn(shape, int(dtype), dev.c(), g.handle()))
 }
 
 // Rand draws uniform values in [0, 1) from g (nil: the default generator).
 func Rand(g *Generator, shape []int64, dtype DType, dev Device) (*Tensor, error) {
-	var h C.tt_tensor
-	return wrapOut(C.tt_rand(shapePtr(shape), C.int(len(shape)), C.int(dtype), dev.c(), g.handle(), &h), h)
+	return wrapOut(csrc.Rand(shape, int(dtype), dev.c(), g.handle()))
 }
 
 // Generator is a seeded random-number generator for sampling and init.
 type Generator struct {
-	g C.tt_gen
+	g csrc.Gen
 }
 
 // NewGenerator returns a generator on dev seeded with seed. Close it when done.
 func NewGenerator(seed uint64, dev Device) (*Generator, error) {
-	var g C.tt_gen
-	if err := check(C.tt_gen_new(C.uint64_t(seed), dev.c(), &g)); err != nil {
-		return nil, err
+	g, err := csrc.GenNew(seed, dev.c())
+	if err != nil {
+		return nil, check(err)
 	}
 	return &Generator{g: g}, nil
 }
 
-func (g *Generator) handle() C.tt_gen {
+func (g *Generator) handle() csrc.Gen {
 	if g == nil {
-		return nil
+		return csrc.Gen{}
 	}
 	return g.g
 }
 
 // Close frees the generator.
 func (g *Generator) Close() {
-	if g != nil && g.g != nil {
-		C.tt_gen_free(g.g)
-		g.g = nil
+	if g != nil && !g.g.IsNil() {
+		csrc.GenFree(g.g)
+		g.g = csrc.Gen{}
 	}
 }
 
 // State returns the generator state as bytes (for checkpoints).
 func (g *Generator) State() ([]byte, error) {
-	var h C.tt_tensor
-	t, err := wrapOut(C.tt_gen_get_state(g.handle(), &h), h)
+	t, err := wrapOut(csrc.GenGetState(g.handle()))
 	if err != nil {
 		return nil, err
 	}
@@ -369,5 +318,5 @@ func (g *Generator) SetState(state []byte) error {
 		return err
 	}
 	defer t.Free()
-	return check(C.tt_gen_set_state(g.handle(), t.handle()))
+	return check(csrc.GenSetState(g.handle(), t.handle()))
 }

@@ -1,20 +1,12 @@
 package torch
 
-/*
-#cgo CFLAGS: -I${SRCDIR}/csrc
-#include <stdlib.h>
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
 	"runtime"
 	"strings"
-	"unsafe"
 
-	_ "ragen/internal/torch/csrc" // links the C++ shim and libtorch
+	"ragen/internal/torch/csrc" // the only cgo package: the C++ shim and libtorch
 )
 
 // DType is a tensor element type.
@@ -22,14 +14,14 @@ type DType int
 
 // Element types. The values match the shim's TT_* codes.
 const (
-	Float32  DType = C.TT_F32
-	Float64  DType = C.TT_F64
-	Int64    DType = C.TT_I64
-	Int32    DType = C.TT_I32
-	Bool     DType = C.TT_BOOL
-	BFloat16 DType = C.TT_BF16
-	Float16  DType = C.TT_F16
-	Uint8    DType = C.TT_U8
+	Float32  DType = csrc.F32
+	Float64  DType = csrc.F64
+	Int64    DType = csrc.I64
+	Int32    DType = csrc.I32
+	Bool     DType = csrc.Bool
+	BFloat16 DType = csrc.BF16
+	Float16  DType = csrc.F16
+	Uint8    DType = csrc.U8
 )
 
 var dtypeNames = map[DType]string{
@@ -98,9 +90,9 @@ func (d Device) IsCUDA() bool { return d > 0 }
 func (d Device) Ordinal() int { return int(d) - 1 }
 
 // c is the shim's device code: TT_CPU (-1) or the CUDA ordinal.
-func (d Device) c() C.int { return C.int(d.Ordinal()) }
+func (d Device) c() int { return d.Ordinal() }
 
-func deviceFromC(code C.int) Device { return Device(int(code) + 1) }
+func deviceFromC(code int) Device { return Device(code + 1) }
 
 func (d Device) String() string {
 	if !d.IsCUDA() {
@@ -136,18 +128,16 @@ func (e *Error) Error() string { return "torch: " + e.Op + ": " + e.Msg }
 // ErrFreed is returned when an op receives a nil or freed tensor.
 var ErrFreed = errors.New("torch: use of a nil or freed tensor")
 
-// check converts a shim status into a Go error and frees the C string.
-func check(e C.tt_err) error {
-	if e == nil {
+// check converts an error of package csrc (the shim's "op: reason") into
+// an *Error with the same Op and Msg.
+func check(err error) error {
+	if err == nil {
 		return nil
 	}
-	s := C.GoString(e)
-	C.free(unsafe.Pointer(e))
-	op, msg, ok := strings.Cut(s, ": ")
-	if !ok {
-		return &Error{Op: "unknown", Msg: s}
+	if e, ok := err.(*csrc.Error); ok {
+		return &Error{Op: e.Op, Msg: e.Msg}
 	}
-	return &Error{Op: op, Msg: strings.TrimSpace(msg)}
+	return err
 }
 
 // SetNumThreads sets libtorch's intra-op thread count for the process (n < 1
@@ -156,37 +146,23 @@ func SetNumThreads(n int) {
 	if n < 1 {
 		n = runtime.NumCPU()
 	}
-	C.tt_set_num_threads(C.int(n))
+	csrc.SetNumThreads(n)
 }
 
 // NumThreads reports libtorch's intra-op thread count on this thread.
-func NumThreads() int { return int(C.tt_get_num_threads()) }
+func NumThreads() int { return csrc.NumThreads() }
 
 // CUDAAvailable reports whether this build links a CUDA libtorch and a GPU is visible.
-func CUDAAvailable() bool { return C.tt_cuda_available() != 0 }
+func CUDAAvailable() bool { return csrc.CUDAAvailable() }
 
 // CUDADeviceCount is the number of visible CUDA devices (0 without CUDA).
-func CUDADeviceCount() int { return int(C.tt_cuda_device_count()) }
+func CUDADeviceCount() int { return csrc.CUDADeviceCount() }
 
 // Live is the number of tensor handles alive in C++.
-func Live() int64 { return int64(C.tt_live()) }
+func Live() int64 { return csrc.Live() }
 
 // ManualSeed seeds libtorch's default CPU generator.
-func ManualSeed(seed uint64) { C.tt_manual_seed(C.uint64_t(seed)) }
+func ManualSeed(seed uint64) { csrc.ManualSeed(seed) }
 
 // BuildInfo describes the linked shim ("libtorch" or "libtorch+cuda").
-func BuildInfo() string { return C.GoString(C.tt_version()) }
-
-func b2i(b bool) C.int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func shapePtr(shape []int64) *C.int64_t {
-	if len(shape) == 0 {
-		return nil
-	}
-	return (*C.int64_t)(unsafe.Pointer(&shape[0]))
-}
+func BuildInfo() string { return csrc.Version() }

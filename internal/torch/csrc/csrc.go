@@ -1,5 +1,20 @@
-// Package csrc holds the C++ shim over libtorch (ATen). It is the only code
-// in ragen that the C++ compiler sees; package torch wraps it in Go.
+// Package csrc holds the C++ shim over libtorch (ATen) and its Go face. It
+// is the only package in ragen that uses cgo (the only `import "C"`) and the
+// only code the C++ compiler sees.
+//
+// api.go and api_llm.go wrap each C function of shim.h in one thin exported
+// Go function over Go types: Tensor and Gen are opaque handles whose zero
+// value is NULL, lists are Go slices (a []Tensor has the layout of a C
+// tt_tensor array, so it crosses without copying), and a failed call returns
+// an *Error carrying the op and libtorch's message. The wrappers add nothing
+// to the cgo call but the conversions and, where C takes several arrays of
+// one length, a length check; package torch owns the policy (lifetime,
+// scopes, validation) on top.
+//
+// shim.h and tensor_impl.hpp are included only from this directory, so
+// cmd/go hashes them into this package's build key (it does not hash headers
+// a package includes from another directory); a header edit rebuilds csrc
+// and, through it, everything above.
 //
 // Build modes:
 //   - default: Debian's libtorch from /usr/include and /usr/lib (flags_system.go);

@@ -1,0 +1,70 @@
+package csrc
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import "fmt"
+
+// Fused Qwen2 ops (shim_llm.cc), used by package llm through package torch.
+
+// LLMForward runs one whole forward pass (tt_llm_forward). w holds the embed,
+// then per layer (ln1, wqkv, bqkv, wo, ln2, wgu, wd), the final norm and the
+// LM head (NULL: return the normed hidden states): 7*nLayers+3 handles. lora
+// is nil or 14 handles per layer (NULL where off); kv is nil or 2 per layer,
+// written in place at cachePos.
+func LLMForward(w []Tensor, nLayers int, lora []Tensor, loraScale float64, nHeads, nKV, headDim int, eps float64,
+	ids, pos, cos, sin, kbias Tensor, kv []Tensor, cachePos int64, lastOnly, noGrad bool) (Tensor, error) {
+	switch {
+	case len(w) != 7*nLayers+3:
+		return Tensor{}, &Error{Op: "llm_forward", Msg: fmt.Sprintf("%d weights for %d layers", len(w), nLayers)}
+	case lora != nil && len(lora) != 14*nLayers:
+		return Tensor{}, &Error{Op: "llm_forward", Msg: fmt.Sprintf("%d LoRA tensors for %d layers", len(lora), nLayers)}
+	case kv != nil && len(kv) != 2*nLayers:
+		return Tensor{}, &Error{Op: "llm_forward", Msg: fmt.Sprintf("%d KV caches for %d layers", len(kv), nLayers)}
+	}
+	var h C.tt_tensor
+	e := C.tt_llm_forward(list(w), C.int(nLayers), list(lora), C.double(loraScale), C.int(nHeads), C.int(nKV),
+		C.int(headDim), C.double(eps), ids.p, pos.p, cos.p, sin.p, kbias.p, list(kv), C.int64_t(cachePos),
+		b2i(lastOnly), b2i(noGrad), &h)
+	return out1(e, h)
+}
+
+// LLMKeyBias turns a (B,L) 0/1 attention mask into an additive float32 key
+// bias (tt_llm_key_bias).
+func LLMKeyBias(attn Tensor) (Tensor, error) {
+	var h C.tt_tensor
+	return out1(C.tt_llm_key_bias(attn.p, &h), h)
+}
+
+// LLMTokenLogProbs returns the log-probs of ids under the tempered logits
+// and, if withEntropy, their entropies (else NULL) (tt_llm_token_logprobs).
+func LLMTokenLogProbs(logits, ids Tensor, temperature float64, withEntropy bool, chunk int64) (logp, ent Tensor, err error) {
+	var a, b C.tt_tensor
+	return out2(C.tt_llm_token_logprobs(logits.p, ids.p, C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b), a, b)
+}
+
+// LLMHeadLogProbs is LLMTokenLogProbs from final hidden states and the LM
+// head (tt_llm_head_logprobs).
+func LLMHeadLogProbs(hidden, head, ids Tensor, temperature float64, withEntropy bool, chunk int64) (logp, ent Tensor, err error) {
+	var a, b C.tt_tensor
+	return out2(C.tt_llm_head_logprobs(hidden.p, head.p, ids.p, C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b), a, b)
+}
+
+// LLMSample draws one id per row of logits and returns the ids and their
+// log-probs (tt_llm_sample). g may be NULL (the default generator).
+func LLMSample(logits Tensor, temperature float64, topK int64, topP float64, g Gen) (ids, logp Tensor, err error) {
+	var a, b C.tt_tensor
+	return out2(C.tt_llm_sample(logits.p, C.double(temperature), C.int64_t(topK), C.double(topP), g.p, &a, &b), a, b)
+}
+
+// LLMSelectRows replaces each non-NULL tensor of ts by its index_select(dim,
+// idx), in place behind the same handles (tt_llm_select_rows).
+func LLMSelectRows(ts []Tensor, dim int64, idx Tensor) error {
+	return check(C.tt_llm_select_rows(list(ts), C.int(len(ts)), C.int64_t(dim), idx.p))
+}
+
+// LLMMallocTune keeps freed C heap memory for allocations below bytes
+// (tt_llm_malloc_tune).
+func LLMMallocTune(bytes int64) { C.tt_llm_malloc_tune(C.int64_t(bytes)) }
