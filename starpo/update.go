@@ -360,8 +360,14 @@ func (t *Trainer) updateCritic(b *rows, met map[string]float64) error {
 				return nil, nil
 			}
 			dt := v.DType()
-			return ValueLoss(s, v, matTensor(s, b.values, idx, dt, t.dev), matTensor(s, b.returns, idx, dt, t.dev),
+			l, mt := ValueLoss(s, v, matTensor(s, b.values, idx, dt, t.dev), matTensor(s, b.returns, idx, dt, t.dev),
 				matTensor(s, b.mask, idx, dt, t.dev), t.cfg.ValueLossConfig(nMicro))
+			if cr.UseDynamicBsz && l != nil {
+				// veRL logs the loss as scaled for backward: rows/mini-batch
+				// with dynamic micro-batches (1/grad_accum otherwise).
+				mt[algo.MetricVFLoss] = s.MulS(s.Detach(l), float64(len(idx))/float64(cr.PPOMiniBatchSize))
+			}
+			return l, mt
 		})
 	if err != nil {
 		return fmt.Errorf("critic update: %w", err)
