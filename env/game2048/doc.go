@@ -8,5 +8,9 @@
 // use_log_reward (the default) a move returns 0.1·log2(merged+1), and 0.0
 // when nothing merged or nothing moved (so upstream's −0.1 penalty for an
 // invalid move never reaches the reward; it stays in info["raw_reward"]).
-// The env exposes its board through env.Gridder for the max_tile metric.
+// Rewards and raw_reward are always floats (printed 4.0, not 4). As
+// upstream, info carries max_tile, and success when it is ≥ 2048, only on
+// the terminal step (no empty cell, no move possible); otherwise success is
+// false. The env exposes its board through env.Gridder for the max_tile
+// metric.
 package game2048

@@ -5,8 +5,9 @@
 // 40/50/60 % of the cells (easy/medium/hard), drawing from CPython's
 // random seeded with the reset seed, so puzzles equal upstream's bit for
 // bit. Actions are text such as "place 5 at row 2 col 3" or "2,3,5" (see
-// [ParseAction]). A placement that breaks no rule earns 1.0 when it matches
-// the stored solution and 0.5 otherwise, plus 10.0 when the board is
+// [ParseAction]). A placement that breaks no rule earns
+// correct_placement_score (1.0) when it matches the stored solution and
+// half of it otherwise, plus completion_bonus (10.0) when the board is
 // solved; an unparsable action, an initial cell or a rule conflict costs
 // 0.1 and, as upstream, never ends the episode.
 //
