@@ -35,8 +35,11 @@
 // optimizer step and micro-batches of ppo_micro_batch_size_per_gpu rows (or,
 // with use_dynamic_bsz, partitions under ppo_max_token_len_per_gpu tokens)
 // with gradient accumulation, for ppo_epochs epochs, clipping the gradient
-// norm to grad_clip (a non-finite norm skips the step) before AdamW. The LR
-// follows veRL's constant or cosine schedule with warm-up. A batch without
+// norm to grad_clip (a non-finite norm skips the step) before AdamW. The
+// actor's LR stays at its schedule's step-0 value as in RAGEN's worker
+// (ragen_upstream_frozen_lr, default true; false advances veRL's constant or
+// cosine schedule with warm-up and logs actor/lr); the critic's schedule
+// advances every update. A batch without
 // trainable tokens, or a filter that keeps nothing, skips the update and
 // says so in the metrics.
 //
