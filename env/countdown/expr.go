@@ -62,9 +62,11 @@ var errTooLarge = errors.New("integer too large")
 // not/and/or and conditional expressions, with Python's precedence and
 // semantics (true division, floor division and modulo toward −∞, **
 // right associative and binding tighter than a unary minus on its left,
-// short-circuit evaluation, bools as the ints 0 and 1). Anything else —
-// names, calls, attributes, in/is, complex numbers — is an error, as are
-// ZeroDivisionError and OverflowError cases. Nothing is ever executed.
+// short-circuit evaluation, True/False as the ints 1 and 0). Names, None,
+// tuples, lists, calls, subscripts and attributes parse but never yield a
+// number, so they are errors unless an and/or/conditional skips them; in/is,
+// strings and complex numbers are errors, as are ZeroDivisionError and
+// OverflowError cases. Nothing is ever executed.
 func Evaluate(expr string) (Value, error) {
 	line, err := logicalLine(expr)
 	if err != nil {
@@ -78,6 +80,9 @@ func Evaluate(expr string) (Value, error) {
 	}
 	v, err := p.test()
 	if err != nil {
+		return Value{}, err
+	}
+	if v, err = p.tupleRest(v, 0); err != nil {
 		return Value{}, err
 	}
 	p.skipSpace()
@@ -243,10 +248,13 @@ func (p *parser) nested(f func() (Value, error)) (Value, error) {
 	return f()
 }
 
-// power := atom ['**' factor]
+// power := atom trailer* ['**' factor]
 func (p *parser) power() (Value, error) {
 	v, err := p.atom()
 	if err != nil {
+		return v, err
+	}
+	if v, err = p.trailers(v); err != nil {
 		return v, err
 	}
 	if p.peekOp() == "**" {
@@ -260,7 +268,7 @@ func (p *parser) power() (Value, error) {
 	return v, nil
 }
 
-// atom := number | '(' expr ')'
+// atom := number | name | '(' test ')'
 func (p *parser) atom() (Value, error) {
 	p.skipSpace()
 	if p.pos >= len(p.src) {
@@ -273,8 +281,17 @@ func (p *parser) atom() (Value, error) {
 		if p.depth > maxDepth {
 			return Value{}, errors.New("countdown: expression nested too deeply")
 		}
+		p.skipSpace()
+		if p.pos < len(p.src) && p.src[p.pos] == ')' { // (): an empty tuple
+			p.pos++
+			p.depth--
+			return poison(errEmptyTuple), nil
+		}
 		v, err := p.test()
 		if err != nil {
+			return v, err
+		}
+		if v, err = p.tupleRest(v, ')'); err != nil {
 			return v, err
 		}
 		p.skipSpace()
@@ -287,6 +304,19 @@ func (p *parser) atom() (Value, error) {
 	}
 	if c >= '0' && c <= '9' || c == '.' {
 		return p.number()
+	}
+	if name, ok := p.name(); ok {
+		return nameValue(name)
+	}
+	if c == '[' { // a list display: no number, truthy unless empty
+		empty := strings.HasPrefix(strings.TrimLeft(p.src[p.pos+1:], " \t\f"), "]")
+		if err := p.argList(']'); err != nil {
+			return Value{}, err
+		}
+		if empty {
+			return poison(errEmptyTuple), nil
+		}
+		return poison(errTuple), nil
 	}
 	return Value{}, fmt.Errorf("countdown: unexpected %q at offset %d", p.rest(), p.pos)
 }

@@ -2,9 +2,12 @@ package countdown
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Python's loosest levels, above the bitwise | of orExpr:
@@ -39,10 +42,11 @@ func (p *parser) test() (Value, error) {
 	if err != nil {
 		return other, err
 	}
+	t, ok := truth(cond)
 	switch {
-	case cond.err != nil:
+	case !ok:
 		return cond, nil
-	case cond.truthy():
+	case t:
 		return body, nil
 	}
 	return other, nil
@@ -58,7 +62,7 @@ func (p *parser) orTest() (Value, error) {
 		if err != nil {
 			return w, err
 		}
-		if v.err == nil && !v.truthy() {
+		if t, ok := truth(v); ok && !t {
 			v = w
 		}
 	}
@@ -75,7 +79,7 @@ func (p *parser) andTest() (Value, error) {
 		if err != nil {
 			return w, err
 		}
-		if v.err == nil && v.truthy() {
+		if t, ok := truth(v); ok && t {
 			v = w
 		}
 	}
@@ -85,10 +89,13 @@ func (p *parser) andTest() (Value, error) {
 func (p *parser) notTest() (Value, error) {
 	if p.keyword("not") {
 		v, err := p.nested(p.notTest)
-		if err != nil || v.err != nil {
+		if err != nil {
 			return v, err
 		}
-		return pyBool(!v.truthy()), nil
+		if t, ok := truth(v); ok {
+			return pyBool(!t), nil
+		}
+		return v, nil
 	}
 	return p.comparison()
 }
@@ -168,6 +175,10 @@ func (p *parser) compOp() (string, error) {
 // compare is one link of a comparison chain, exact between ints and
 // floats as in Python.
 func compare(op string, a, b Value) Value {
+	if (a.err == errNone || b.err == errNone) && (op == "==" || op == "!=") &&
+		(a.err == nil || a.err == errNone) && (b.err == nil || b.err == errNone) {
+		return pyBool((a.err == b.err) == (op == "=="))
+	}
 	if a.err != nil {
 		return a
 	}
@@ -236,4 +247,165 @@ func keywordAfterNumber(s string) bool {
 		return true
 	}
 	return false
+}
+
+// errNone marks the value None: falsy in and/or/not/if, equal only to
+// itself, an error anywhere else (it is not a number).
+var errNone = errors.New("countdown: None is not a number")
+
+// name consumes a Python identifier (ASCII letters, digits and "_", or
+// Unicode letters, marks and digits; not starting with a digit).
+func (p *parser) name() (string, bool) {
+	start := p.pos
+	for p.pos < len(p.src) {
+		r, size := utf8.DecodeRuneInString(p.src[p.pos:])
+		ok := r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r)
+		if p.pos > start {
+			ok = ok || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc)
+		}
+		if !ok {
+			break
+		}
+		p.pos += size
+	}
+	return p.src[start:p.pos], p.pos > start
+}
+
+// reserved are the keywords that cannot be an operand.
+var reserved = map[string]bool{
+	"and": true, "as": true, "assert": true, "async": true, "await": true, "break": true,
+	"class": true, "continue": true, "def": true, "del": true, "elif": true, "else": true,
+	"except": true, "finally": true, "for": true, "from": true, "global": true, "if": true,
+	"import": true, "in": true, "is": true, "lambda": true, "nonlocal": true, "not": true,
+	"or": true, "pass": true, "raise": true, "return": true, "try": true, "while": true,
+	"with": true, "yield": true,
+}
+
+// nameValue is the value of a name operand with no builtins in scope: True
+// and False are the bools (ints 1 and 0); None and every other name raise
+// when used (None is not a number, other names are a NameError), which an
+// and/or/conditional that never evaluates them drops. Keywords are syntax
+// errors.
+func nameValue(name string) (Value, error) {
+	switch {
+	case name == "True":
+		return pyBool(true), nil
+	case name == "False":
+		return pyBool(false), nil
+	case reserved[name]:
+		return Value{}, fmt.Errorf("countdown: invalid syntax at %q", name)
+	case name == "None":
+		return poison(errNone), nil
+	}
+	return poison(fmt.Errorf("countdown: name %q is not defined", name)), nil
+}
+
+// trailers parses the calls f(…), subscripts x[…] and attributes x.name
+// that may follow an operand. With no builtins in scope none of them can
+// produce a number here, so each makes the value raise (NameError for an
+// undefined name, else TypeError/AttributeError) — an error that an
+// unevaluated and/or/conditional branch drops, like any other. ("3 .real"
+// is therefore not evaluated; see doc/divergences/env-extra.md.)
+func (p *parser) trailers(v Value) (Value, error) {
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.src) {
+			return v, nil
+		}
+		switch c := p.src[p.pos]; c {
+		case '(', '[':
+			close := byte(')')
+			if c == '[' {
+				close = ']'
+			}
+			if err := p.argList(close); err != nil {
+				return Value{}, err
+			}
+		case '.':
+			p.pos++
+			p.skipSpace()
+			if _, ok := p.name(); !ok {
+				return Value{}, fmt.Errorf("countdown: invalid syntax at offset %d", p.pos)
+			}
+		default:
+			return v, nil
+		}
+		if v.err == nil || v.err == errNone {
+			v = poison(errors.New("countdown: calls, subscripts and attributes are not supported"))
+		}
+	}
+}
+
+// argList parses "(" [test ("," test)* [","]] ")" (or the same in
+// brackets), for its syntax only.
+func (p *parser) argList(close byte) error {
+	p.pos++ // the opening bracket
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxDepth {
+		return errors.New("countdown: expression nested too deeply")
+	}
+	for {
+		p.skipSpace()
+		if p.pos < len(p.src) && p.src[p.pos] == close {
+			p.pos++
+			return nil
+		}
+		if _, err := p.test(); err != nil {
+			return err
+		}
+		p.skipSpace()
+		switch {
+		case p.pos < len(p.src) && p.src[p.pos] == ',':
+			p.pos++
+		case p.pos < len(p.src) && p.src[p.pos] == close:
+			p.pos++
+			return nil
+		default:
+			return fmt.Errorf("countdown: invalid syntax at offset %d", p.pos)
+		}
+	}
+}
+
+// Tuples are no numbers, but and/or/not/if can still test them.
+var (
+	errTuple      = errors.New("countdown: a tuple is not a number")
+	errEmptyTuple = errors.New("countdown: () is not a number")
+)
+
+// truth is Python's bool(v); ok is false when evaluating v raised.
+func truth(v Value) (t, ok bool) {
+	switch v.err {
+	case nil:
+		return v.truthy(), true
+	case errNone, errEmptyTuple:
+		return false, true
+	case errTuple:
+		return true, true
+	}
+	return false, false
+}
+
+// tupleRest continues after the first item of a possible tuple ("1, 2" at
+// the top level or inside parentheses): if a comma follows, the remaining
+// items (up to close, or the end for close 0; a trailing comma allowed)
+// are parsed for their syntax and the value becomes a tuple, which is no
+// number. The closing bracket itself is left to the caller.
+func (p *parser) tupleRest(v Value, close byte) (Value, error) {
+	p.skipSpace()
+	if p.pos >= len(p.src) || p.src[p.pos] != ',' {
+		return v, nil
+	}
+	for p.pos < len(p.src) && p.src[p.pos] == ',' {
+		p.pos++
+		p.skipSpace()
+		if p.pos >= len(p.src) || p.src[p.pos] == close {
+			break
+		}
+		if _, err := p.test(); err != nil {
+			return Value{}, err
+		}
+		p.skipSpace()
+	}
+	return poison(errTuple), nil
 }
