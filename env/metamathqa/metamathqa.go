@@ -61,7 +61,7 @@ func Normalize(s string) string {
 			return -1
 		}
 		return r
-	}, strings.ToLower(s))
+	}, pyLower(s))
 }
 
 // CheckAnswer compares an answer with the reference the way upstream does:

@@ -43,7 +43,7 @@ func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1
 // else (row, column, number); rows and columns are 1-based in the text.
 // Errors carry upstream's messages.
 func ParseAction(action string, n int) (Placement, error) {
-	a := strings.TrimFunc(strings.ToLower(action), isPySpace)
+	a := pyLower(strings.TrimFunc(action, isPySpace))
 	var m []string
 	for _, re := range actionPatterns {
 		if m = re.FindStringSubmatch(a); m != nil {
