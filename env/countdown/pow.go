@@ -10,7 +10,9 @@ import (
 // with math.Pow. powCR computes x**y for finite x > 0 and finite y as
 // exp(y·ln x) in 160-bit arithmetic and rounds once to float64, which
 // agrees with a correctly rounded pow except in cases closer to a rounding
-// boundary than 2^-100 relative.
+// boundary than 2^-100 relative. glibc's pow is itself only nearly correctly
+// rounded: about 1 in 2,000 random float powers, and some exact halfway
+// cases (17.0**13), differ in the last bit — never enough to change a score.
 
 const powPrec = 160
 
