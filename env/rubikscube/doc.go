@@ -9,8 +9,8 @@
 // face is one colour and ends the episode then or at max_steps.
 //
 // Upstream's B permutation reverses one sticker pair and so is no legal
-// cube move; the env reproduces it by default (scrambles match upstream's)
-// and turns B like a real cube with the env_config option physical_b_move
-// (doc/divergences/env-extra.md). Cube.Apply is the real cube's move,
-// Cube.ApplyLegacy upstream's.
+// cube move; the env turns B like a real cube by default, and reproduces
+// upstream's (scrambles and steps then match upstream's) with the
+// env_config option legacy_b_move (doc/divergences/env-extra.md).
+// Cube.Apply is the real cube's move, Cube.ApplyLegacy upstream's.
 package rubikscube

@@ -17,10 +17,12 @@ type Config struct {
 	ScrambleDepth int            `yaml:"scramble_depth"`
 	MaxSteps      int            `yaml:"max_steps"`
 	ActionLookup  map[int]string `yaml:"action_lookup"`
-	// PhysicalBMove (ours, off by default) turns B with the permutation of
-	// a real cube. By default B is upstream's permutation, which mixes
-	// stickers of two corners (see doc/divergences/env-extra.md).
-	PhysicalBMove bool `yaml:"physical_b_move"`
+	// LegacyBMove turns B with upstream's permutation, which reverses one
+	// sticker pair and so mixes stickers of two corners (no legal cube
+	// move). Off by default: B turns like a real cube's (issue #3; see
+	// doc/divergences/env-extra.md). Set it to reproduce upstream's
+	// scrambles and steps exactly.
+	LegacyBMove bool `yaml:"legacy_b_move"`
 }
 
 // DefaultConfig returns upstream's defaults.
@@ -160,13 +162,13 @@ func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error)
 	return e.Render(), nil
 }
 
-// apply turns the cube with upstream's permutations (Cube.ApplyLegacy)
-// unless cfg.PhysicalBMove asks for a real cube's B (Cube.Apply).
+// apply turns the cube with a real cube's permutations (Cube.Apply), or
+// with upstream's faulty B (Cube.ApplyLegacy) when cfg.LegacyBMove is set.
 func (e *Env) apply(m Move) bool {
-	if e.cfg.PhysicalBMove {
-		return e.cube.Apply(m)
+	if e.cfg.LegacyBMove {
+		return e.cube.ApplyLegacy(m)
 	}
-	return e.cube.ApplyLegacy(m)
+	return e.cube.Apply(m)
 }
 
 // Step applies move a.ID. An id outside 1..12 counts as a step that

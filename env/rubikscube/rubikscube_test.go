@@ -238,31 +238,31 @@ func TestResetScriptedScramble(t *testing.T) {
 		physical bool
 		want     string
 	}{
-		// Default: upstream's B, D(22,23) ← L(6,4) = O,G (see TestSingleMovesFromSolved).
+		// legacy_b_move: upstream's B, D(22,23) ← L(6,4) = O,G (see TestSingleMovesFromSolved).
 		{false, "BRWW WGWO RRGG BYRY BOBO YYOG"},
-		// physical_b_move: D(23,22) ← L(6,4) = O,G.
+		// Default (a real cube's B): D(23,22) ← L(6,4) = O,G.
 		{true, "BRWW WGWO RRGG BYRY BOBO YYGO"},
 	}
 	for _, tc := range tests {
 		cfg := DefaultConfig()
 		cfg.ScrambleDepth = 2
-		cfg.PhysicalBMove = tc.physical
+		cfg.LegacyBMove = !tc.physical
 		// Intn(12) = 0 → move 1 (U), then 10 → move 11 (B).
 		e, err := NewWithRand(cfg, scriptedRand(0, 10))
 		must(t, err)
 		obs, err := e.Reset(context.Background(), 7, env.ModeTrain)
 		must(t, err)
-		eq(t, tc.want, e.Cube().String(), "physical_b_move=%v", tc.physical)
+		eq(t, tc.want, e.Cube().String(), "legacy_b_move=%v", !tc.physical)
 		eq(t, e.Render(), obs)
 		eq(t, 0, e.CurrentStep())
 	}
 }
 
-// Steps use the same B as the scramble: upstream's by default.
+// Steps use the same B as the scramble: a real cube's by default.
 func TestStepBMoveFollowsConfig(t *testing.T) {
 	for _, physical := range []bool{false, true} {
 		cfg := DefaultConfig()
-		cfg.PhysicalBMove = physical
+		cfg.LegacyBMove = !physical
 		e, err := NewFromState(cfg, SolvedCube())
 		must(t, err)
 		for _, id := range []int{1, 11} {
@@ -277,13 +277,13 @@ func TestStepBMoveFollowsConfig(t *testing.T) {
 			want.Apply(1)
 			want.Apply(11)
 		}
-		eq(t, want, e.Cube(), "physical_b_move=%v", physical)
+		eq(t, want, e.Cube(), "legacy_b_move=%v", !physical)
 	}
 }
 
 func TestResetDeterministic(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.PhysicalBMove = true // so that scrambles keep the corners whole
+	cfg.LegacyBMove = false // so that scrambles keep the corners whole
 	a, err := New(cfg)
 	must(t, err)
 	b, err := New(cfg)
@@ -398,15 +398,15 @@ func BenchmarkStepRender(b *testing.B) {
 }
 
 func TestRegistry(t *testing.T) {
-	e, err := env.New("rubikscube", map[string]any{"scramble_depth": 1, "max_steps": 3, "physical_b_move": true})
+	e, err := env.New("rubikscube", map[string]any{"scramble_depth": 1, "max_steps": 3, "legacy_b_move": true})
 	must(t, err)
 	r := e.(*Env)
 	eq(t, 1, r.Config().ScrambleDepth)
 	eq(t, 3, r.Config().MaxSteps)
-	eq(t, true, r.Config().PhysicalBMove)
+	eq(t, true, r.Config().LegacyBMove)
 	d, err := env.New("rubikscube", nil)
 	must(t, err)
-	eq(t, false, d.(*Env).Config().PhysicalBMove, "upstream's B by default")
+	eq(t, false, d.(*Env).Config().LegacyBMove, "a real cube's B by default")
 	eq(t, 12, len(r.ActionLookup()))
 
 	_, err = env.New("rubikscube", map[string]any{"scramble_dept": 1})
