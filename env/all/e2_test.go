@@ -118,7 +118,7 @@ func TestE2TagConfigs(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", name, c, want)
 		}
 	}
-	if c := build("rubikscube").(*rubikscube.Env).Config(); c.ScrambleDepth != 1 || c.MaxSteps != 20 || c.PhysicalBMove {
+	if c := build("rubikscube").(*rubikscube.Env).Config(); c.ScrambleDepth != 1 || c.MaxSteps != 20 || c.LegacyBMove {
 		t.Errorf("rubikscube: %+v", c)
 	}
 	g := build("game_2048").(*game2048.Env).Config()
