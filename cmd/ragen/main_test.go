@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"ragen/llm"
+	"ragen/llm/tokenizer"
 	"ragen/track"
 )
 
@@ -155,4 +157,24 @@ func TestEvalWithAPIServerOnLoopbackAndTinyModel(t *testing.T) {
 	raw, err = os.ReadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, 3, strings.Count(string(raw), "\n"))
+}
+
+func TestSFTOutputIsALoadableModelFolder(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sft")
+	require.NoError(t, run(context.Background(), []string{"sft", "--config-name", "demo", "sft.steps=1",
+		"sft.env_groups=1", "sft.group_size=2", "--out", out}))
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		_, err := os.Stat(filepath.Join(out, f))
+		require.NoError(t, err, f)
+	}
+	// the byte tokenizer's Hugging Face form encodes like the byte tokenizer
+	tok, err := llm.LoadTokenizer(out)
+	require.NoError(t, err)
+	text := "<|im_start|>user\nState:\n#_P_O#<|im_end|>\n"
+	require.Equal(t, tokenizer.NewByte().Encode(text), tok.Encode(text))
+	// and the folder evaluates as a model_path
+	require.NoError(t, run(context.Background(), []string{"eval", "--config-name", "demo", "model_path=" + out,
+		"--out", filepath.Join(dir, "e.jsonl"), "es_manager.val.env_groups=2", "es_manager.val.env_configs.n_groups=[2]",
+		"actor_rollout_ref.rollout.response_length=8"}))
 }

@@ -279,11 +279,26 @@ func (j *job) finish() error {
 	return nil
 }
 
-// saveModel writes a Hugging Face folder; the byte tokenizer has no
-// Hugging Face form, so only the model is written with it.
+// saveModel writes a Hugging Face folder (model and tokenizer). The byte
+// tokenizer is written as its Hugging Face equivalent: a byte-level BPE
+// with no merges, bytes at ids 0-255 and the three specials after them,
+// which encodes ASCII text to the same ids (and any text after NFC).
 func saveModel(dir string, m *llm.Model, tok tokenizer.Tokenizer) error {
+	if _, ok := tok.(*tokenizer.Byte); ok {
+		hf, err := tokenizer.TrainBPE(nil, tokenizer.TrainOptions{VocabSize: tok.VocabSize()})
+		if err != nil {
+			return err
+		}
+		for _, s := range tokenizer.DefaultTrainSpecials {
+			a, _ := tok.TokenID(s)
+			if b, ok := hf.TokenID(s); !ok || a != b {
+				return fmt.Errorf("save: byte tokenizer special %q has id %d, its Hugging Face form %d", s, a, b)
+			}
+		}
+		tok = hf
+	}
 	if _, ok := tok.(llm.HFSaver); !ok {
-		return m.Save(dir)
+		return fmt.Errorf("save: tokenizer %T has no Hugging Face form", tok)
 	}
 	return llm.SaveHF(dir, m, tok)
 }
