@@ -33,7 +33,9 @@ type Config struct {
 	EnvType   string         `yaml:"env_type"`   // env type on the server ("sokoban", ...)
 	EnvConfig map[string]any `yaml:"env_config"` // its env_config (nil: defaults)
 	// Timeout bounds each HTTP call (each attempt); the caller's ctx
-	// deadline applies as well. 0 means DefaultTimeout.
+	// deadline applies as well. 0 means DefaultTimeout. In a YAML file
+	// decoded straight into Config write a duration string ("30s"); the
+	// registry's env_config also takes seconds as a number.
 	Timeout time.Duration `yaml:"timeout"`
 	// Retries is the number of extra attempts of a call that failed on a
 	// connection error or an HTTP 5xx. Only idempotent calls (reset,
@@ -42,7 +44,7 @@ type Config struct {
 	// not be made at all.
 	Retries int `yaml:"retries"`
 	// Backoff is the wait before the first retry, doubled on each further
-	// one. 0 means DefaultBackoff.
+	// one. 0 means DefaultBackoff. YAML as for Timeout.
 	Backoff time.Duration `yaml:"backoff"`
 }
 

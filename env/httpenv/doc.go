@@ -28,7 +28,7 @@
 //
 //	POST   /v1/envs             {"env_type": "sokoban", "env_config": {...} | null}
 //	                            → {"id", "render", "action_lookup"?, "grid"?}
-//	POST   /v1/envs/{id}/reset  {"seed": 42, "mode": "train" | "val"}   (mode may be omitted: train)
+//	POST   /v1/envs/{id}/reset  {"seed": 42, "mode": "train" | "val" | ...}   (absent mode: train)
 //	                            → {"observation", "render", "action_lookup"?, "grid"?}
 //	POST   /v1/envs/{id}/step   {"action": {"id": 1, "text": "Up"}}
 //	                            → {"observation", "reward", "reward_is_int", "done", "info",
@@ -50,7 +50,7 @@
 //
 // Errors are {"error": "message"} with status
 //
-//	400  malformed body, unknown or missing field, bad mode
+//	400  malformed body, unknown or missing field
 //	404  unknown env id (expired envs say so), unknown route
 //	405  wrong method on a known route
 //	413  body over the server's limit

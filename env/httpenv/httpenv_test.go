@@ -511,7 +511,7 @@ func (c closeCounter) Close() error { c.n.Add(1); return c.BaseEnv.Close() }
 
 func TestIdleExpiry(t *testing.T) {
 	var closed atomic.Int32
-	srv, url := newServer(t, httpenv.Options{IdleTimeout: 40 * time.Millisecond, New: func(t string, m map[string]any) (env.BaseEnv, error) {
+	srv, url := newServer(t, httpenv.Options{IdleTimeout: 300 * time.Millisecond, New: func(t string, m map[string]any) (env.BaseEnv, error) {
 		e, err := env.New(t, m)
 		return closeCounter{e, &closed}, err
 	}})
@@ -522,14 +522,14 @@ func TestIdleExpiry(t *testing.T) {
 		if _, err := busy.Reset(context.Background(), 0, env.ModeTrain); err != nil {
 			t.Fatalf("a used env expired: %v", err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if srv.Len() != 1 || closed.Load() != 1 {
 		t.Fatalf("%d live, %d closed; want the idle env expired and closed", srv.Len(), closed.Load())
 	}
 	_, err := stale.Reset(context.Background(), 0, env.ModeTrain)
 	var he *httpenv.Error
-	if !errors.As(err, &he) || he.Status != 404 || !strings.Contains(err.Error(), "expired after 40ms idle") {
+	if !errors.As(err, &he) || he.Status != 404 || !strings.Contains(err.Error(), "expired after 300ms idle") {
 		t.Errorf("reset of an expired env: %v", err)
 	}
 	if err := stale.Close(); err != nil {
@@ -627,7 +627,7 @@ func TestProtocolErrors(t *testing.T) {
 		{"POST", "/v1/envs", `{}`, 400, `missing field \"env_type\"`},
 		{"POST", "/v1/envs", ``, 400, `empty body`},
 		{"POST", "/v1/envs/" + id + "/reset", `{"mode":"train"}`, 400, `missing field \"seed\"`},
-		{"POST", "/v1/envs/" + id + "/reset", `{"seed":1,"mode":"test"}`, 400, `mode \"test\"`},
+		{"POST", "/v1/envs/" + id + "/reset", `{"seed":1}`, 200, `"observation":`},
 		{"POST", "/v1/envs/" + id + "/reset", `{"seed":1.5}`, 400, `bad request body`},
 		{"POST", "/v1/envs/" + id + "/step", `{}`, 400, `missing field \"action\"`},
 		{"POST", "/v1/envs/nope/step", `{"action":{"id":1}}`, 404, `unknown env id \"nope\"`},

@@ -313,14 +313,11 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `httpenv: reset: missing field "seed"`)
 		return
 	}
+	// Any mode goes to the env as is (envs that care check it); an
+	// absent one means train.
 	mode := env.Mode(req.Mode)
-	switch mode {
-	case "":
+	if mode == "" {
 		mode = env.ModeTrain
-	case env.ModeTrain, env.ModeVal:
-	default:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("httpenv: reset: mode %q: want %q or %q", req.Mode, env.ModeTrain, env.ModeVal))
-		return
 	}
 	id, e, ok := s.acquire(w, r)
 	if !ok {
