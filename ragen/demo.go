@@ -100,7 +100,8 @@ func (d *Demonstrator) Generate(ctx context.Context, reqs []GenRequest) ([]Gener
 }
 
 func (d *Demonstrator) actions(e env.BaseEnv) ([]string, string, error) {
-	if o, ok := e.(env.Oracle); ok && d.rng.Float64() >= d.cfg.Noise {
+	u := d.rng.Float64() // drawn for every env, so streams do not depend on which envs have oracles
+	if o, ok := e.(env.Oracle); ok && u >= d.cfg.Noise {
 		acts, ok, err := o.OracleActions(d.cfg.MaxActions)
 		if err != nil {
 			return nil, "", err
@@ -113,11 +114,7 @@ func (d *Demonstrator) actions(e env.BaseEnv) ([]string, string, error) {
 	if len(names) == 0 {
 		return nil, "", fmt.Errorf("env has neither an oracle nor an action lookup")
 	}
-	n := d.cfg.MaxActions
-	if _, ok := e.(env.Oracle); !ok {
-		n = 1 // envs without a plan (bandits): one choice per turn
-	}
-	acts := make([]string, n)
+	acts := make([]string, d.cfg.MaxActions)
 	for i := range acts {
 		acts[i] = names[d.rng.IntN(len(names))]
 	}

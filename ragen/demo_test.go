@@ -79,3 +79,14 @@ func TestDemonstratorNoiseAndBandit(t *testing.T) {
 	_, err = ragen.NewDemonstrator(ragen.DemonstratorConfig{Noise: 2}, func(int) env.BaseEnv { return nil })
 	require.ErrorContains(t, err, "noise=2")
 }
+
+func TestDefaultProviderPromptFactsOfRemoteEnvs(t *testing.T) {
+	p := ragen.DefaultProvider()
+	local, err := p.PromptInfo("SimpleSokoban", ragen.EnvSpec{EnvType: "sokoban"})
+	require.NoError(t, err)
+	require.NotEmpty(t, local.ActionNames)
+	remote, err := p.PromptInfo("RemoteSokoban", ragen.EnvSpec{EnvType: "http",
+		EnvConfig: map[string]any{"url": "http://127.0.0.1:1", "env_type": "sokoban"}})
+	require.NoError(t, err)
+	require.Equal(t, local, remote)
+}

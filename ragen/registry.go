@@ -45,7 +45,15 @@ func RegistryProvider(prompt func(tag string, spec EnvSpec) (PromptInfo, error))
 // the env packages you use) to register the environments.
 func DefaultProvider() EnvProvider {
 	return RegistryProvider(func(tag string, spec EnvSpec) (PromptInfo, error) {
-		d, ok := env.PromptDefaultsFor(spec.EnvType)
+		envType := spec.EnvType
+		if envType == "http" {
+			// a remote env (env/httpenv): the prompt facts are those of the
+			// env type the server runs
+			if inner, ok := spec.EnvConfig["env_type"].(string); ok {
+				envType = inner
+			}
+		}
+		d, ok := env.PromptDefaultsFor(envType)
 		if !ok {
 			return PromptInfo{}, nil
 		}

@@ -6,6 +6,7 @@
 //	ragen sft   --config-name demo
 //	ragen demo
 //	ragen view  trajectories.jsonl
+//	ragen serve-envs --addr 127.0.0.1:8111
 //
 // Configs are upstream's key tree (config/base.yaml and one file per
 // experiment, embedded in the binary); --config-path DIR adds a directory of
@@ -29,6 +30,7 @@ usage:
   ragen sft   [--config-name NAME] [key=value ...]
   ragen demo  [--out DIR] [--quick]
   ragen view  FILE.jsonl [--max N]
+  ragen serve-envs [--addr 127.0.0.1:8111] [--max-envs N] [--idle-timeout 10m]
   ragen version
 
 Overrides use upstream's Hydra syntax: a.b=1 (key must exist), +a.b=1 (new key),
@@ -64,6 +66,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdDemo(ctx, rest)
 	case "view":
 		return cmdView(rest)
+	case "serve-envs":
+		return cmdServeEnvs(ctx, rest)
 	case "version":
 		fmt.Println(version())
 		return nil
@@ -71,5 +75,5 @@ func run(ctx context.Context, args []string) error {
 		fmt.Print(usage)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, version)", cmd)
+	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, version)", cmd)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -177,4 +179,40 @@ func TestSFTOutputIsALoadableModelFolder(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"eval", "--config-name", "demo", "model_path=" + out,
 		"--out", filepath.Join(dir, "e.jsonl"), "es_manager.val.env_groups=2", "es_manager.val.env_configs.n_groups=[2]",
 		"actor_rollout_ref.rollout.response_length=8"}))
+}
+
+// A rollout through `ragen serve-envs` (a remote env, env_type "http") gives
+// the same trajectories as the local env.
+func TestEvalThroughServeEnvs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve-envs", "--addr", addr}) }()
+	require.Eventually(t, func() bool {
+		r, err := http.Get("http://" + addr + "/v1/health")
+		if err == nil {
+			r.Body.Close()
+		}
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond)
+	dir := t.TempDir()
+	// random actions (a remote env has no oracle), the same draws on both sides
+	common := []string{"eval", "--policy", "random", "es_manager.val.env_groups=2", "es_manager.val.group_size=1",
+		"es_manager.val.env_configs.n_groups=[2]"}
+	local := filepath.Join(dir, "local.jsonl")
+	require.NoError(t, run(ctx, append(append([]string{}, common...), "--out", local, "es_manager.val.env_configs.tags=[SimpleSokoban]")))
+	remote := filepath.Join(dir, "remote.jsonl")
+	require.NoError(t, run(ctx, append(append([]string{}, common...), "--out", remote, "es_manager.val.env_configs.tags=[RemoteSokoban]",
+		"+custom_envs.RemoteSokoban={env_type: http, max_actions_per_traj: 10, max_tokens: 100, env_instruction: '', env_config: {url: 'http://"+addr+"', env_type: sokoban, env_config: {dim_room: [6, 6], num_boxes: 1, max_steps: 100}}}")))
+	a, err := os.ReadFile(local)
+	require.NoError(t, err)
+	b, err := os.ReadFile(remote)
+	require.NoError(t, err)
+	require.Equal(t, strings.ReplaceAll(string(a), "SimpleSokoban", "RemoteSokoban"), string(b))
+	cancel()
+	require.NoError(t, <-done)
 }
