@@ -10,6 +10,8 @@ import (
 
 	"ragen/env"
 	"ragen/internal/pyrand"
+
+	"ragen/internal/pystr"
 )
 
 // Config is the env_config of a metamathqa tag, with upstream's field
@@ -61,7 +63,7 @@ func Normalize(s string) string {
 			return -1
 		}
 		return r
-	}, pyLower(s))
+	}, pystr.Lower(s))
 }
 
 // CheckAnswer compares an answer with the reference the way upstream does:

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"ragen/internal/pystr"
 )
 
 // Placement is a parsed action, 0-based.
@@ -43,7 +45,7 @@ func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1
 // else (row, column, number); rows and columns are 1-based in the text.
 // Errors carry upstream's messages.
 func ParseAction(action string, n int) (Placement, error) {
-	a := pyLower(strings.TrimFunc(action, isPySpace))
+	a := pystr.Lower(strings.TrimFunc(action, isPySpace))
 	var m []string
 	for _, re := range actionPatterns {
 		if m = re.FindStringSubmatch(a); m != nil {

@@ -1,16 +1,17 @@
-package metamathqa
+// Package pystr holds Python string semantics that envs reproduce exactly.
+package pystr
 
 import (
 	"strings"
 	"unicode"
 )
 
-// pyLower is Python's str.lower(): the simple lowercase mapping of every
+// Lower is Python's str.lower(): the simple lowercase mapping of every
 // character (strings.ToLower), except that U+0130 (İ) becomes "i̇"
 // (i + U+0307, its full mapping) and a capital sigma in Final_Sigma
 // position — after a cased letter, not before one (case-ignorable
 // characters skipped) — becomes ς instead of σ.
-func pyLower(s string) string {
+func Lower(s string) string {
 	if !strings.ContainsAny(s, "\u0130\u03a3") {
 		return strings.ToLower(s)
 	}

@@ -1,4 +1,4 @@
-package sudoku
+package pystr
 
 import "testing"
 
@@ -10,8 +10,8 @@ func TestPyLower(t *testing.T) {
 		"PLACE 5 AT ROW 2": "place 5 at row 2",
 	}
 	for in, want := range tests {
-		if got := pyLower(in); got != want {
-			t.Errorf("pyLower(%q) = %q, want %q", in, got, want)
+		if got := Lower(in); got != want {
+			t.Errorf("Lower(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
