@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -215,4 +216,20 @@ func TestEvalThroughServeEnvs(t *testing.T) {
 	require.Equal(t, strings.ReplaceAll(string(a), "SimpleSokoban", "RemoteSokoban"), string(b))
 	cancel()
 	require.NoError(t, <-done)
+}
+
+func TestTrainPPOWithCriticOneStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a tiny model and critic for one step")
+	}
+	dir := t.TempDir()
+	args := append(trainArgs(dir, 1), "algorithm.adv_estimator=gae", "trainer.save_freq=-1")
+	require.NoError(t, run(context.Background(), args))
+	recs, err := track.ReadJSONL(filepath.Join(dir, "metrics.jsonl"))
+	require.NoError(t, err)
+	last := recs[len(recs)-1].Data
+	for _, k := range []string{"critic/vf_loss", "critic/values/mean", "critic/vf_explained_var", "actor/pg_loss"} {
+		require.Contains(t, last, k)
+	}
+	require.False(t, math.IsNaN(last["critic/vf_loss"]))
 }
