@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ragen/env"
+	"ragen/env/envtest"
 )
 
 var ctx = context.Background()
@@ -166,12 +167,7 @@ func TestConcurrentEnvs(t *testing.T) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	e, _ := NewWithInternalSeed(DefaultConfig(), 0)
-	var s int64
-	for b.Loop() {
-		_, _ = e.Reset(ctx, s, env.ModeTrain)
-		s++
-	}
+	envtest.BenchReset(b, envtest.Build(NewWithInternalSeed(DefaultConfig(), 0)))
 }
 
 func BenchmarkStepRender(b *testing.B) {

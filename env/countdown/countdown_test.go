@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ragen/env"
+	"ragen/env/envtest"
 	"ragen/internal/pyrand"
 )
 
@@ -238,16 +239,7 @@ func FuzzReadJSONLTasks(f *testing.F) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	e, err := New(Config{TrainPath: filepath.Join("parquet", "testdata", "snappy_dict.parquet"), MaxInstances: 20000, RenderMode: "text"})
-	require.NoError(b, err)
-	ctx := context.Background()
-	var seed int64
-	for b.Loop() {
-		if _, err := e.Reset(ctx, seed, env.ModeTrain); err != nil {
-			b.Fatal(err)
-		}
-		seed++
-	}
+	envtest.BenchReset(b, envtest.Build(New(Config{TrainPath: filepath.Join("parquet", "testdata", "snappy_dict.parquet"), MaxInstances: 20000, RenderMode: "text"})))
 }
 
 func BenchmarkStepRender(b *testing.B) {

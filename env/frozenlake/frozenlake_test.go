@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ragen/env"
+	"ragen/env/envtest"
 )
 
 var (
@@ -320,12 +321,7 @@ func TestConcurrentEnvs(t *testing.T) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	e, _ := New(nil)
-	var s int64
-	for b.Loop() {
-		_, _ = e.Reset(ctx, s, env.ModeTrain)
-		s++
-	}
+	envtest.BenchReset(b, envtest.Build(New(nil)))
 }
 
 func BenchmarkStepRender(b *testing.B) {
@@ -343,21 +339,8 @@ func BenchmarkStepRender(b *testing.B) {
 }
 
 func TestPromptDefaultsMatchConfig(t *testing.T) {
-	d, _ := env.PromptDefaultsFor("frozen_lake")
 	c := DefaultConfig()
-	if len(d.GridVocab) != len(c.GridVocab) || len(d.ActionNames) != len(c.ActionLookupMap) || d.ObservationFormat != c.ObservationFormat {
-		t.Fatalf("prompt defaults %+v vs config", d)
-	}
-	for _, v := range d.GridVocab {
-		if c.GridVocab[v[0]] != v[1] {
-			t.Errorf("vocab %q: %q vs %q", v[0], v[1], c.GridVocab[v[0]])
-		}
-	}
-	for i, name := range d.ActionNames {
-		if c.ActionLookupMap[i+1] != name {
-			t.Errorf("action %d: %q vs %q", i+1, name, c.ActionLookupMap[i+1])
-		}
-	}
+	envtest.CheckPromptDefaults(t, "frozen_lake", c.ObservationFormat, c.GridVocab, c.ActionLookupMap)
 }
 
 // map_lookup (upstream field) remaps tile codes before grid_lookup.

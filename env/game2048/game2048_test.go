@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ragen/env"
+	"ragen/env/envtest"
 )
 
 func golden(t *testing.T, name string) string {
@@ -338,16 +339,7 @@ func TestPlayToEnd(t *testing.T) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	e, err := New(DefaultConfig())
-	require.NoError(b, err)
-	ctx := context.Background()
-	var seed int64
-	for b.Loop() {
-		if _, err := e.Reset(ctx, seed, env.ModeTrain); err != nil {
-			b.Fatal(err)
-		}
-		seed++
-	}
+	envtest.BenchReset(b, envtest.Build(New(DefaultConfig())))
 }
 
 func BenchmarkStepRender(b *testing.B) {

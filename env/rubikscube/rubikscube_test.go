@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ragen/env"
+	"ragen/env/envtest"
 )
 
 func scriptedRand(ints ...int) RandFunc {
@@ -367,16 +368,7 @@ func FuzzParseCube(f *testing.F) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	e, err := New(DefaultConfig())
-	must(b, err)
-	ctx := context.Background()
-	var seed int64
-	for b.Loop() {
-		if _, err := e.Reset(ctx, seed, env.ModeTrain); err != nil {
-			b.Fatal(err)
-		}
-		seed++
-	}
+	envtest.BenchReset(b, envtest.Build(New(DefaultConfig())))
 }
 
 func BenchmarkStepRender(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ragen/env"
+	"ragen/env/envtest"
 )
 
 var (
@@ -360,15 +361,7 @@ func TestConcurrentEnvs(t *testing.T) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	e, _ := New(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})
-	var s int64
-	for b.Loop() {
-		if _, err := e.Reset(ctx, s, env.ModeTrain); err != nil {
-			b.Fatal(err)
-		}
-		s++
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "resets/s")
+	envtest.BenchReset(b, envtest.Build(New(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})))
 }
 
 func BenchmarkStepRender(b *testing.B) {
@@ -387,21 +380,8 @@ func BenchmarkStepRender(b *testing.B) {
 }
 
 func TestPromptDefaultsMatchConfig(t *testing.T) {
-	d, _ := env.PromptDefaultsFor("sokoban")
 	c := DefaultConfig()
-	if len(d.GridVocab) != len(c.GridVocab) || len(d.ActionNames) != len(c.ActionLookupMap) || d.ObservationFormat != c.ObservationFormat {
-		t.Fatalf("prompt defaults %+v vs config", d)
-	}
-	for _, v := range d.GridVocab {
-		if c.GridVocab[v[0]] != v[1] {
-			t.Errorf("vocab %q: %q vs %q", v[0], v[1], c.GridVocab[v[0]])
-		}
-	}
-	for i, name := range d.ActionNames {
-		if c.ActionLookupMap[i+1] != name {
-			t.Errorf("action %d: %q vs %q", i+1, name, c.ActionLookupMap[i+1])
-		}
-	}
+	envtest.CheckPromptDefaults(t, "sokoban", c.ObservationFormat, c.GridVocab, c.ActionLookupMap)
 }
 
 // Upstream's tests/env/test_sokoban_render.py setting (5x5, one box,

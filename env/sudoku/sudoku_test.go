@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ragen/env"
+	"ragen/env/envtest"
 	"ragen/internal/pyrand"
 )
 
@@ -438,16 +439,7 @@ func FuzzStep(f *testing.F) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	e, err := New(DefaultConfig())
-	require.NoError(b, err)
-	ctx := context.Background()
-	var seed int64
-	for b.Loop() {
-		if _, err := e.Reset(ctx, seed, env.ModeTrain); err != nil {
-			b.Fatal(err)
-		}
-		seed++
-	}
+	envtest.BenchReset(b, envtest.Build(New(DefaultConfig())))
 }
 
 func BenchmarkStepRender(b *testing.B) {
