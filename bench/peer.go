@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"time"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 // Python is the interpreter that runs the PyTorch peers (Debian's

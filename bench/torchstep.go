@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 // Workload is one training-step benchmark: Setup builds parameters, Step

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"ragen/collapse"
-	"ragen/internal/torch"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
+	"ragen/torch"
 )
 
 func TestPolicy(t *testing.T) {

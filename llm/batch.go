@@ -3,7 +3,7 @@ package llm
 import (
 	"fmt"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 // PadBatch packs token sequences into (B,T) int64 ids, positions and 0/1

@@ -4,9 +4,9 @@ import (
 	"runtime"
 	"testing"
 
-	"ragen/internal/torch"
 	"ragen/llm"
 	"ragen/llm/llmbench"
+	"ragen/torch"
 )
 
 // BenchmarkDecode: batch 8, prompt 128, 256 new greedy tokens on the

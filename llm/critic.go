@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"ragen/internal/torch"
 	"ragen/llm/safetensors"
+	"ragen/torch"
 )
 
 // Critic is the PPO value model: a Qwen2 trunk and a Linear(hidden, 1) value

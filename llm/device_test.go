@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 // testOptions are the model options of device-aware tests: the device named

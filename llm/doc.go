@@ -1,5 +1,5 @@
 // Package llm runs Qwen2-family causal language models (Qwen2.5-Instruct
-// 0.5B-7B and tiny ones for tests) on libtorch through ragen/internal/torch.
+// 0.5B-7B and tiny ones for tests) on libtorch through ragen/torch.
 //
 // # Models
 //

@@ -8,9 +8,9 @@ import (
 	"sort"
 
 	"ragen/collapse"
-	"ragen/internal/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/torch"
 )
 
 func ExampleNew() {

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"ragen/internal/torch"
+	"ragen/internal/torch/fused"
 	"ragen/llm/tokenizer"
+	"ragen/torch"
 )
 
 // GenOptions configure Generate.
@@ -159,7 +160,7 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	if dev != torch.CPU && attn != nil {
 		attn = s.To(attn, torch.Int64, dev)
 	}
-	kbias := s.LLMKeyBias(attn)
+	kbias := s.KeyBias(attn)
 	D := int64(m.cfg.HeadDimension())
 	KV := int64(m.cfg.NumKeyValueHeads)
 	caches := make([]*torch.Tensor, 2*len(m.layers))
@@ -178,7 +179,7 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	sh := m.shape()
 	cur := torch.NewScope()
 	defer func() { cur.Close() }()
-	logits := cur.LLMForward(w, sh, torch.LLMForwardArgs{IDs: ids, Pos: pos, Cos: m.cos, Sin: m.sin,
+	logits := fused.Forward(cur, w, sh, fused.ForwardArgs{IDs: ids, Pos: pos, Cos: m.cos, Sin: m.sin,
 		KeyBias: kbias, KV: caches, CachePos: 0, LastOnly: true, NoGrad: true})
 	rows := make([]int, B) // batch row -> sequence
 	for i := range rows {
@@ -189,7 +190,7 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 			return fmt.Errorf("llm: generate: %w", err)
 		}
 		next := torch.NewScope()
-		idT, lpT := next.LLMSample(logits, opt.Temperature, opt.TopK, opt.TopP, g)
+		idT, lpT := next.Sample(logits, opt.Temperature, opt.TopK, opt.TopP, g)
 		toks := next.Int64s(idT)
 		lps := next.Float32s(lpT)
 		if err := next.Err(); err != nil {
@@ -253,7 +254,7 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 			idsT = next.To(idsT, torch.Int64, dev)
 			posT = next.To(posT, torch.Int64, dev)
 		}
-		logits = next.LLMForward(w, sh, torch.LLMForwardArgs{IDs: idsT, Pos: posT, Cos: m.cos, Sin: m.sin,
+		logits = fused.Forward(next, w, sh, fused.ForwardArgs{IDs: idsT, Pos: posT, Cos: m.cos, Sin: m.sin,
 			KeyBias: kbias, KV: caches, CachePos: int64(P + step), LastOnly: true, NoGrad: true})
 		if err := next.Err(); err != nil {
 			next.Close()

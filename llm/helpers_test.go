@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 var updateFixtures = flag.Bool("update-fixtures", false, "rewrite testdata/tiny and the PyTorch reference outputs")

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"sort"
 
-	"ragen/internal/torch"
 	"ragen/llm/safetensors"
 	"ragen/llm/tokenizer"
+	"ragen/torch"
 )
 
 // File names of a Hugging Face model folder.

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 // LoRA target module names, in the order the fused forward takes them.

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"math"
 
-	"ragen/internal/torch"
+	"ragen/internal/torch/fused"
+	"ragen/torch"
 )
 
-// Options choose where and how a model lives. Note that the zero Device is
-// CUDA device 0; use DefaultOptions or set Device: torch.CPU.
+// Options choose where and how a model lives. The zero value is float32 on
+// the CPU (torch.Float32 and torch.CPU are both zero).
 type Options struct {
 	DType  torch.DType  // Float32 (default when zero is given through DefaultOptions) or BFloat16/Float16
 	Device torch.Device // torch.CPU or torch.CUDA(i)
@@ -448,8 +449,8 @@ func sameShape(a, b []int64) bool {
 }
 
 // weights assembles the fused-forward argument.
-func (m *Model) weights(withHead bool) *torch.LLMWeights {
-	w := &torch.LLMWeights{Embed: m.embed, Layers: m.layers, Norm: m.norm}
+func (m *Model) weights(withHead bool) *fused.Weights {
+	w := &fused.Weights{Embed: m.embed, Layers: m.layers, Norm: m.norm}
 	if withHead {
 		w.Head = m.head
 		if w.Head == nil {
@@ -463,8 +464,8 @@ func (m *Model) weights(withHead bool) *torch.LLMWeights {
 	return w
 }
 
-func (m *Model) shape() torch.LLMShape {
-	return torch.LLMShape{Heads: m.cfg.NumAttentionHeads, KVHeads: m.cfg.NumKeyValueHeads,
+func (m *Model) shape() fused.Shape {
+	return fused.Shape{Heads: m.cfg.NumAttentionHeads, KVHeads: m.cfg.NumKeyValueHeads,
 		HeadDim: m.cfg.HeadDimension(), Eps: m.cfg.RMSNormEps}
 }
 
@@ -487,11 +488,11 @@ func (m *Model) forward(s *torch.Scope, ids, positions, attn *torch.Tensor, head
 			return nil
 		}
 	}
-	kb := s.LLMKeyBias(attn)
+	kb := s.KeyBias(attn)
 	if kb != nil && kb.Device() != m.opt.Device {
 		kb = s.To(kb, torch.Float32, m.opt.Device)
 	}
-	return s.LLMForward(m.weights(head), m.shape(), torch.LLMForwardArgs{
+	return fused.Forward(s, m.weights(head), m.shape(), fused.ForwardArgs{
 		IDs: ids, Pos: positions, Cos: m.cos, Sin: m.sin, KeyBias: kb,
 	})
 }
@@ -519,5 +520,5 @@ func (m *Model) TokenLogProbs(s *torch.Scope, ids, positions, attn *torch.Tensor
 		head = m.embed
 	}
 	chunk := int64(logProbChunkElems) / max(1, h.Size(0)*int64(m.cfg.VocabSize))
-	return s.LLMHeadLogProbs(h, head, ids, temperature, withEntropy, max(chunk, 1))
+	return s.HeadLogProbs(h, head, ids, temperature, withEntropy, max(chunk, 1))
 }

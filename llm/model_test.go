@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"ragen/internal/torch"
 	"ragen/llm/safetensors"
 	"ragen/llm/tokenizer"
+	"ragen/torch"
 )
 
 func paramValues(t *testing.T, m *Model) map[string][]float32 {

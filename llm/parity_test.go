@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"ragen/internal/torch"
 	"ragen/llm/safetensors"
+	"ragen/torch"
 )
 
 // Parity fixtures: testdata/tiny is a tiny untied GQA model saved by this

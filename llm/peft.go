@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"ragen/internal/torch"
 	"ragen/llm/safetensors"
+	"ragen/torch"
 )
 
 // PEFT adapter folder files.

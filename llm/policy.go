@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	"ragen/collapse"
-	"ragen/internal/torch"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
+	"ragen/torch"
 )
 
 // PolicyOptions configure NewPolicy.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"ragen/internal/torch"
 	"ragen/llm/tokenizer"
+	"ragen/torch"
 )
 
 func TestPolicyStateRoundTrip(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 // ScoreSequences returns, without gradients, the teacher-forced log-probs

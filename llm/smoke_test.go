@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 func TestSmoke(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"testing"
 
-	"ragen/internal/torch"
 	"ragen/llm/safetensors"
+	"ragen/torch"
 )
 
 // TestTokenLogProbs checks the fused log-prob/entropy op against a float64

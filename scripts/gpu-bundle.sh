@@ -18,7 +18,7 @@ cp "$root"/internal/torch/csrc/*.cc "$root"/internal/torch/csrc/*.h "$root"/inte
 cp "$root/scripts/build-shim.sh" "$b/"
 cd "$root"
 pkgs=$(go list -f '{{if .TestGoFiles}}{{.ImportPath}} {{join .Deps " "}}{{end}}' ./... | grep 'ragen/internal/torch' | cut -d' ' -f1 || true)
-pkgs="$pkgs $(go list ./internal/torch)"
+pkgs="$pkgs $(go list ./torch)"
 for p in $(tr ' ' '\n' <<<"$pkgs" | sort -u); do
 	rel=${p#ragen/}
 	[[ $rel == ragen ]] && rel=.

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"ragen/env"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"

@@ -9,7 +9,7 @@ import (
 
 	"ragen/env"
 	_ "ragen/env/all"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"ragen/internal/pyrand"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ragen/internal/pyrand"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
 )

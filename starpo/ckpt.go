@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 // Checkpoint layout under trainer.default_local_dir (veRL's names where it

@@ -12,7 +12,7 @@ import (
 	"ragen/env"
 	"ragen/env/bandit"
 	"ragen/filter"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/starpo/algo"
 )
 

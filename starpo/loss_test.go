@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/starpo/algo"
 )
 

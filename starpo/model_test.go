@@ -9,7 +9,7 @@ import (
 
 	"ragen/env"
 	"ragen/env/bandit"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
 )

@@ -17,7 +17,7 @@ import (
 	"ragen/env"
 	"ragen/filter"
 	"ragen/internal/pyrand"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
 )

@@ -8,7 +8,7 @@ import (
 
 	"ragen/filter"
 	"ragen/internal/pyrand"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/starpo/algo"
 )
 

@@ -15,7 +15,7 @@ import (
 	"runtime"
 	"strconv"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/llmbench"
 )

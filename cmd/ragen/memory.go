@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"ragen/config"
-	"ragen/internal/torch"
+	"ragen/torch"
 	"ragen/llm"
 )
 

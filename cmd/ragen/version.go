@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 func version() string {

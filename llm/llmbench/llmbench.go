@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"ragen/internal/torch"
 	"ragen/llm"
+	"ragen/torch"
 )
 
 // Config is the benchmark model of notes/peers.md: Qwen2 architecture,

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 
 	"ragen/bench"
-	"ragen/internal/torch"
+	"ragen/torch"
 )
 
 var keepFreed bool

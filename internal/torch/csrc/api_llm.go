@@ -31,30 +31,30 @@ func LLMForward(w []Tensor, nLayers int, lora []Tensor, loraScale float64, nHead
 	return out1(e, h)
 }
 
-// LLMKeyBias turns a (B,L) 0/1 attention mask into an additive float32 key
+// KeyBias turns a (B,L) 0/1 attention mask into an additive float32 key
 // bias (tt_llm_key_bias).
-func LLMKeyBias(attn Tensor) (Tensor, error) {
+func KeyBias(attn Tensor) (Tensor, error) {
 	var h C.tt_tensor
 	return out1(C.tt_llm_key_bias(attn.p, &h), h)
 }
 
-// LLMTokenLogProbs returns the log-probs of ids under the tempered logits
+// TokenLogProbs returns the log-probs of ids under the tempered logits
 // and, if withEntropy, their entropies (else NULL) (tt_llm_token_logprobs).
-func LLMTokenLogProbs(logits, ids Tensor, temperature float64, withEntropy bool, chunk int64) (logp, ent Tensor, err error) {
+func TokenLogProbs(logits, ids Tensor, temperature float64, withEntropy bool, chunk int64) (logp, ent Tensor, err error) {
 	var a, b C.tt_tensor
 	return out2(C.tt_llm_token_logprobs(logits.p, ids.p, C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b), a, b)
 }
 
-// LLMHeadLogProbs is LLMTokenLogProbs from final hidden states and the LM
+// HeadLogProbs is TokenLogProbs from final hidden states and the LM
 // head (tt_llm_head_logprobs).
-func LLMHeadLogProbs(hidden, head, ids Tensor, temperature float64, withEntropy bool, chunk int64) (logp, ent Tensor, err error) {
+func HeadLogProbs(hidden, head, ids Tensor, temperature float64, withEntropy bool, chunk int64) (logp, ent Tensor, err error) {
 	var a, b C.tt_tensor
 	return out2(C.tt_llm_head_logprobs(hidden.p, head.p, ids.p, C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b), a, b)
 }
 
-// LLMSample draws one id per row of logits and returns the ids and their
+// Sample draws one id per row of logits and returns the ids and their
 // log-probs (tt_llm_sample). g may be NULL (the default generator).
-func LLMSample(logits Tensor, temperature float64, topK int64, topP float64, g Gen) (ids, logp Tensor, err error) {
+func Sample(logits Tensor, temperature float64, topK int64, topP float64, g Gen) (ids, logp Tensor, err error) {
 	var a, b C.tt_tensor
 	return out2(C.tt_llm_sample(logits.p, C.double(temperature), C.int64_t(topK), C.double(topP), g.p, &a, &b), a, b)
 }

@@ -1,6 +1,18 @@
-// Package torch is ragen's Go binding to libtorch (ATen) through a small C
-// shim (package csrc). It is internal: the model, trainer and distributed
-// code build on it; users see tensors only through those packages.
+// Package torch is ragen's tensor API over libtorch (ATen): tensors, scopes,
+// devices, dtypes, the ops that models, losses and estimators are written
+// with, autograd, seeded generators and the AdamW and SGD optimizers. The C++
+// binding behind it is internal (ragen/internal/torch/csrc); research code
+// outside the module writes custom losses, estimators and actors with this
+// package alone.
+//
+//	s := torch.NewScope()
+//	defer s.Close()
+//	x := s.Own(torch.From([]float32{1, 2, 3, 4}, 2, 2))
+//	y := s.Sum(s.Mul(x, x), false)   // 30
+//	v, err := s.Item(y), s.Err()     // the first error of any op above
+//
+// Everything Go-side is a handle: a *Tensor owns one counted reference to a
+// C++ at::Tensor, and ops run in libtorch.
 //
 // # Lifetime
 //

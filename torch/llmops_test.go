@@ -5,41 +5,11 @@ import (
 	"testing"
 )
 
-// The fused forward with no layers is embedding -> RMSNorm -> head; checked
-// by hand: ids [1,0], embed rows e0=(1,2), e1=(3,4), norm weight (1,1),
-// eps 0, head = identity: rms(e1) = sqrt((9+16)/2) = 3.5355, so the logits
-// of position 0 are (3,4)/3.5355 = (0.8485, 1.1314); position 1: rms(e0) =
-// sqrt(2.5) = 1.5811 -> (0.6325, 1.2649).
-func TestLLMForwardNoLayers(t *testing.T) {
-	s := NewScope()
-	defer s.Close()
-	embed := s.Own(From([]float32{1, 2, 3, 4}, 2, 2))
-	norm := s.Own(From([]float32{1, 1}, 2))
-	head := s.Own(From([]float32{1, 0, 0, 1}, 2, 2))
-	ids := s.Own(From([]int64{1, 0}, 1, 2))
-	pos := s.Own(From([]int64{0, 1}, 1, 2))
-	cos := s.Full([]int64{4, 2}, 1, Float32, CPU)
-	sin := s.Zeros([]int64{4, 2}, Float32, CPU)
-	kb := s.LLMKeyBias(s.Own(From([]int64{1, 1}, 1, 2)))
-	out := s.LLMForward(&LLMWeights{Embed: embed, Norm: norm, Head: head}, LLMShape{Heads: 1, KVHeads: 1, HeadDim: 2, Eps: 0},
-		LLMForwardArgs{IDs: ids, Pos: pos, Cos: cos, Sin: sin, KeyBias: kb})
-	got := s.Float32s(out)
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
-	want := []float64{3 / math.Sqrt(12.5), 4 / math.Sqrt(12.5), 1 / math.Sqrt(2.5), 2 / math.Sqrt(2.5)}
-	for i := range want {
-		if math.Abs(float64(got[i])-want[i]) > 1e-6 {
-			t.Fatalf("logit %d = %v, want %v", i, got[i], want[i])
-		}
-	}
-}
-
 // Key bias: attended 0, masked the lowest float32.
 func TestLLMKeyBias(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	b := s.Float32s(s.LLMKeyBias(s.Own(From([]int64{1, 0, 1}, 1, 3))))
+	b := s.Float32s(s.KeyBias(s.Own(From([]int64{1, 0, 1}, 1, 3))))
 	if s.Err() != nil || b[0] != 0 || b[1] != -math.MaxFloat32 || b[2] != 0 {
 		t.Fatalf("%v %v", b, s.Err())
 	}
@@ -54,7 +24,7 @@ func TestLLMTokenLogProbs(t *testing.T) {
 	logits := s.Own(From([]float32{0, l3, 5, 5}, 1, 2, 2))
 	ids := s.Own(From([]int64{0, 1}, 1, 2))
 	for _, chunk := range []int64{0, 1} {
-		lp, ent := s.LLMTokenLogProbs(logits, ids, 1, true, chunk)
+		lp, ent := s.TokenLogProbs(logits, ids, 1, true, chunk)
 		a, e := s.Float32s(lp), s.Float32s(ent)
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
@@ -64,7 +34,7 @@ func TestLLMTokenLogProbs(t *testing.T) {
 		}
 	}
 	// temperature 2 halves the logits: (0, ln3/2) -> p1 = √3/(1+√3)
-	lp, ent := s.LLMTokenLogProbs(logits, ids, 2, false, 0)
+	lp, ent := s.TokenLogProbs(logits, ids, 2, false, 0)
 	a := s.Float32s(lp)
 	if ent != nil || math.Abs(float64(a[1])-math.Log(math.Sqrt(3)/(1+math.Sqrt(3)))) > 1e-6 {
 		t.Fatalf("T=2: %v", a)
@@ -76,7 +46,7 @@ func TestLLMSample(t *testing.T) {
 	defer s.Close()
 	// row 0 prefers id 2, row 1 id 0
 	logits := s.Own(From([]float32{0, 1, 3, 2, 1, 0}, 2, 3))
-	ids, lp := s.LLMSample(logits, 0, 0, 1, nil)
+	ids, lp := s.Sample(logits, 0, 0, 1, nil)
 	if got := s.Int64s(ids); got[0] != 2 || got[1] != 0 {
 		t.Fatalf("greedy %v", got)
 	}
@@ -92,14 +62,14 @@ func TestLLMSample(t *testing.T) {
 	defer g.Close()
 	// top-k 1 always picks the argmax whatever the temperature
 	for range 20 {
-		ids, _ = s.LLMSample(logits, 5, 1, 1, g)
+		ids, _ = s.Sample(logits, 5, 1, 1, g)
 		if got := s.Int64s(ids); got[0] != 2 || got[1] != 0 {
 			t.Fatalf("top-k 1 sampled %v", got)
 		}
 	}
 	// top-p 0.5: row 0 probs (0.042, 0.114, 0.844): only id 2 survives
 	for range 20 {
-		ids, _ = s.LLMSample(logits, 1, 0, 0.5, g)
+		ids, _ = s.Sample(logits, 1, 0, 0.5, g)
 		if got := s.Int64s(ids); got[0] != 2 {
 			t.Fatalf("top-p sampled %v", got)
 		}
@@ -135,10 +105,10 @@ func TestLLMHeadLogProbs(t *testing.T) {
 	w := s.Randn(g, []int64{7, 4}, Float32, CPU)
 	ids := s.Own(From([]int64{0, 1, 2, 3, 4, 5, 6, 0, 1, 2}, 2, 5))
 	logits := s.MatMul(h, s.Transpose(w, 0, 1))
-	wantLP, wantH := s.LLMTokenLogProbs(logits, ids, 0.8, true, 0)
+	wantLP, wantH := s.TokenLogProbs(logits, ids, 0.8, true, 0)
 	a, b := s.Float32s(wantLP), s.Float32s(wantH)
 	for _, chunk := range []int64{1, 2, 3, 0} {
-		lp, ent := s.LLMHeadLogProbs(h, w, ids, 0.8, true, chunk)
+		lp, ent := s.HeadLogProbs(h, w, ids, 0.8, true, chunk)
 		c, d := s.Float32s(lp), s.Float32s(ent)
 		if err := s.Err(); err != nil {
 			t.Fatal(err)

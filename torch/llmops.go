@@ -1,0 +1,103 @@
+package torch
+
+import "ragen/internal/torch/csrc"
+
+// KeyBias turns a (B,L) 0/1 attention mask into an additive float32 bias:
+// 0 where attended, the lowest float32 where masked.
+func (s *Scope) KeyBias(attn *Tensor) *Tensor {
+	if !s.ok(attn) {
+		return nil
+	}
+	return s.put(csrc.KeyBias(attn.handle()))
+}
+
+// TokenLogProbs returns float32 (B,T) log-probs of ids under
+// log_softmax(logits[:,t-1]/temperature) (0 at t=0) and, if withEntropy, the
+// entropy of the same distributions (else nil). chunk bounds the time steps
+// whose log-softmax is materialised at once (< 1: all).
+func (s *Scope) TokenLogProbs(logits, ids *Tensor, temperature float64, withEntropy bool, chunk int64) (logp, entropy *Tensor) {
+	if !s.ok(logits, ids) {
+		return nil, nil
+	}
+	a, b, err := csrc.TokenLogProbs(logits.handle(), ids.handle(), temperature, withEntropy, chunk)
+	if err != nil {
+		s.err = check(err)
+		return nil, nil
+	}
+	logp = newTensor(a)
+	s.ts = append(s.ts, logp)
+	if !b.IsNil() {
+		entropy = newTensor(b)
+		s.ts = append(s.ts, entropy)
+	}
+	return logp, entropy
+}
+
+// Sample draws one id per row from logits (B,V) or the last step of
+// (B,T,V): greedy when temperature <= 0, else softmax(logits/temperature)
+// restricted to the top-k (k > 0) and the top-p nucleus (0 < p < 1), drawn
+// with g. logp is the chosen id's log-probability under the unrestricted
+// tempered distribution (float32).
+func (s *Scope) Sample(logits *Tensor, temperature float64, topK int, topP float64, g *Generator) (ids, logp *Tensor) {
+	if !s.ok(logits) {
+		return nil, nil
+	}
+	var gh csrc.Gen
+	if g != nil {
+		gh = g.handle()
+		if gh.IsNil() {
+			s.err = ErrFreed
+			return nil, nil
+		}
+	}
+	return s.put2(csrc.Sample(logits.handle(), temperature, int64(topK), topP, gh))
+}
+
+// SelectRowsInPlace replaces each tensor by its index_select(dim, idx),
+// keeping the *Tensor identities (used to drop finished sequences from KV
+// caches). Nil entries are skipped.
+func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
+	if idx.handle().IsNil() {
+		return ErrFreed
+	}
+	hs := make([]csrc.Tensor, len(ts))
+	for i, t := range ts {
+		if t != nil {
+			if hs[i] = t.handle(); hs[i].IsNil() {
+				return ErrFreed
+			}
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return check(csrc.LLMSelectRows(hs, dim, idx.handle()))
+}
+
+// KeepFreedMemory makes the C heap serve allocations below bytes (at most
+// 1 GiB) from memory it keeps after frees, instead of fresh mmap'd pages that
+// cost a page fault each (glibc mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD).
+// It speeds up training steps that allocate the same large buffers every
+// step, at the price of a resident set that stays at its peak. Process-wide.
+func KeepFreedMemory(bytes int64) { csrc.LLMMallocTune(bytes) }
+
+// HeadLogProbs is TokenLogProbs computed from final hidden states
+// (B,T,E) and the LM head (V,E), with the logits materialised one time chunk
+// at a time.
+func (s *Scope) HeadLogProbs(hidden, head, ids *Tensor, temperature float64, withEntropy bool, chunk int64) (logp, entropy *Tensor) {
+	if !s.ok(hidden, head, ids) {
+		return nil, nil
+	}
+	a, b, err := csrc.HeadLogProbs(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk)
+	if err != nil {
+		s.err = check(err)
+		return nil, nil
+	}
+	logp = newTensor(a)
+	s.ts = append(s.ts, logp)
+	if !b.IsNil() {
+		entropy = newTensor(b)
+		s.ts = append(s.ts, entropy)
+	}
+	return logp, entropy
+}
