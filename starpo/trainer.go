@@ -85,6 +85,10 @@ type Deps struct {
 	Logger Logger
 	// State is extra checkpointed state by name (optional).
 	State map[string]Stateful
+	// OnFilter, if set, receives the rollout filter's decision of every
+	// training step (per-group rewards, reward std, selected groups) before
+	// the update; an error stops training. ragen dash reads its export.
+	OnFilter func(step int, res filter.Result) error
 }
 
 // Metric names the trainer writes itself (upstream's keys).
@@ -628,6 +632,12 @@ func (t *Trainer) filter(ctx context.Context, r *rows, batch *ragen.Batch, met m
 	}
 	res, err := filter.Apply(fb, t.deps.Filter)
 	maps.Copy(met, publicMetrics(res.Metrics))
+	if t.deps.OnFilter != nil && (err == nil || errors.Is(err, filter.ErrNoneKept)) {
+		// trainStep sets st.Step only when the step is done
+		if herr := t.deps.OnFilter(t.st.Step+1, res); herr != nil {
+			return nil, 0, false, fmt.Errorf("rollout filter hook: %w", herr)
+		}
+	}
 	if errors.Is(err, filter.ErrNoneKept) {
 		return &rows{L: r.L}, 0, true, nil
 	}
