@@ -1,13 +1,17 @@
 module ragen
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/stretchr/testify v1.10.0
+	golang.org/x/text v0.44.0
+	golang.org/x/tools v0.52.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
 )

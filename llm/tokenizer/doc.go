@@ -8,8 +8,8 @@
 // [LoadHF] reads a model folder holding tokenizer.json and
 // tokenizer_config.json (the Qwen2/Qwen2.5/Qwen3 layout; Llama-3 files work
 // too) and returns an [*HF] whose ids equal those of the Rust Hugging Face
-// tokenizers library: NFC normalisation, the Qwen2 (or Llama-3) split
-// pattern (implemented as a hand-written scanner, since Go's regexp has no
+// tokenizers library: NFC normalisation (golang.org/x/text/unicode/norm),
+// the Qwen2 (or Llama-3) split pattern (implemented as a hand-written scanner, since Go's regexp has no
 // lookahead), byte-level mapping, merge-rank BPE with a cache, added tokens
 // matched literally in the text, and TemplateProcessing special tokens
 // (Llama-3's BOS; see [HF.EncodeSpecial]). [HF.Save] writes the folder back
