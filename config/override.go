@@ -479,6 +479,9 @@ func applyOverride(root *Map, ov Override) error {
 	}
 	switch ov.Kind {
 	case Delete:
+		if _, inert := Inert(ov.Key); !exists && inert {
+			return nil // deleting an inert key that is not there: nothing to do
+		}
 		if !exists {
 			return fmt.Errorf("config: could not delete %s: key does not exist%s", ov.Key, didYouMean(ov.Key, keys()))
 		}
@@ -499,7 +502,7 @@ func applyOverride(root *Map, ov Override) error {
 		}
 		return nil
 	case Set:
-		if !exists {
+		if _, inert := Inert(ov.Key); !exists && !inert { // inert keys: see inert.go
 			return fmt.Errorf("config: could not override %s: key does not exist%s; to add it use +%s",
 				ov.Key, didYouMean(ov.Key, keys()), strings.TrimLeft(ov.Input, "+~"))
 		}
