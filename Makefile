@@ -11,7 +11,7 @@ TEST_TIMEOUT ?= 20m
 # build and test with CGO_ENABLED=0, and run under the race detector.
 PURE_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v 'ragen/internal/torch' | cut -d' ' -f1)
 
-.PHONY: all deps deps-bench build vet test test-pure test-race bench demo gpu-bundle clean
+.PHONY: all deps deps-bench build vet apicheck test test-pure test-race bench demo gpu-bundle clean
 
 all: build
 
@@ -28,7 +28,12 @@ vet: deps
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-test: deps vet
+# No exported identifier of a non-internal package may mention an internal
+# type: code in another module could not use it.
+apicheck: deps
+	$(GO) run ./internal/cmd/apicheck ./...
+
+test: deps vet apicheck
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory test-pure test-race
 

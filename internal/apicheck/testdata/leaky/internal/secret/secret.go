@@ -1,0 +1,5 @@
+package secret
+
+type Handle struct{ n int }
+
+type Kind int
