@@ -1,0 +1,302 @@
+# The in-sandbox runner of ragen's code sandbox (package
+# ragen/env/deepcoder/sandbox). It is run as
+#
+#     /usr/bin/python3 -I -S -B -c <this file> <mode> <limits JSON>
+#
+# with the job on stdin and fd 3 as its report channel. In mode "ns" it is
+# PID 1 of fresh user, PID, network, mount, IPC and UTS namespaces: it
+# builds a new root on a tmpfs (read-only binds of /usr and the library
+# dirs, a few device nodes, an empty /work and /tmp), pivots into it,
+# detaches the host tree, and drops every capability before any untrusted
+# code runs. In mode "weak" (no namespaces) it only applies rlimits.
+#
+# Each test runs in a forked child with rlimits (CPU, address space, file
+# size, process count, open files), its stdout and stderr captured through
+# pipes up to a byte cap. Expected outputs never enter the sandbox: the
+# runner reports what the program printed or returned and the Go side
+# judges it. After each test every leftover process of the namespace is
+# killed (kill(-1) from PID 1). The report is one JSON object per line.
+import ctypes, json, os, select, signal, sys, time
+
+MODE = sys.argv[1]
+LIM = json.loads(sys.argv[2])
+REPORT = 3
+
+
+def report(obj):
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        n = os.write(REPORT, data)
+        data = data[n:]
+
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
+MS_PRIVATE, MS_RELATIME = 1 << 18, 1 << 21
+
+
+def fail(msg):
+    report({"setup_error": msg})
+    sys.exit(0)
+
+
+def mount(src, dst, fstype, flags, data=None):
+    b = lambda s: None if s is None else s.encode()
+    if libc.mount(b(src), b(dst), b(fstype), flags, b(data)) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "mount %s on %s: %s" % (src, dst, os.strerror(e)))
+
+
+def locked_flags(path):
+    # A read-only remount of a bind must keep the flags the original mount
+    # is locked with (nosuid, nodev, noexec, atime flags).
+    f = os.statvfs(path).f_flag
+    out = 0
+    for st, ms in ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME), (2048, MS_NODIRATIME), (4096, MS_RELATIME)):
+        if f & st:
+            out |= ms
+    return out
+
+
+def bind_ro(src, dst):
+    mount(src, dst, None, MS_BIND | MS_REC)
+    mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | locked_flags(src))
+
+
+def build_root():
+    root = os.getcwd()  # the fresh, empty host directory made for this run
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=%dk,mode=755" % (LIM["tmpfs_bytes"] // 1024))
+    os.chdir(root)
+    for d in ("usr", "dev", "proc", "tmp", "work", "etc", ".old"):
+        os.mkdir(d)
+    os.chmod("tmp", 0o1777)
+    os.chmod("work", 0o777)
+    bind_ro("/usr", "usr")
+    for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        p = "/" + d
+        if os.path.islink(p):
+            os.symlink(os.readlink(p), d)
+        elif os.path.isdir(p):
+            os.mkdir(d)
+            bind_ro(p, d)
+    for dev in ("null", "zero", "random", "urandom"):
+        open("dev/" + dev, "w").close()
+        mount("/dev/" + dev, "dev/" + dev, None, MS_BIND)
+    try:
+        mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        pass  # a masked host /proc forbids a new one; Python does not need it
+    SYS_pivot_root = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
+    if SYS_pivot_root is None:
+        fail("unsupported machine " + os.uname().machine)
+    if libc.syscall(SYS_pivot_root, b".", b".old") != 0:
+        e = ctypes.get_errno()
+        fail("pivot_root: " + os.strerror(e))
+    os.chdir("/")
+    if libc.umount2(b"/.old", 2) != 0:  # MNT_DETACH
+        fail("umount old root: " + os.strerror(ctypes.get_errno()))
+    os.rmdir("/.old")
+    mount(None, "/", None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY)
+    # /work and /tmp need their own writable mounts now that / is read-only.
+    mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, "size=%dk,mode=777" % (LIM["tmpfs_bytes"] // 1024))
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=%dk,mode=1777" % (LIM["tmpfs_bytes"] // 1024))
+    os.chdir("/work")
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_privileges():
+    PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 38, 4, 24
+    for cap in range(64):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    hdr = CapHeader(0x20080522, 0)
+    data = (CapData * 2)()
+    if libc.capset(ctypes.byref(hdr), data) != 0:
+        fail("capset: " + os.strerror(ctypes.get_errno()))
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        fail("no_new_privs: " + os.strerror(ctypes.get_errno()))
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def set_limits(cpu_s):
+    import resource as R
+    lims = [(R.RLIMIT_CPU, cpu_s), (R.RLIMIT_AS, LIM["memory_bytes"]), (R.RLIMIT_FSIZE, LIM["file_bytes"]),
+            (R.RLIMIT_NPROC, LIM["max_procs"]), (R.RLIMIT_NOFILE, 64), (R.RLIMIT_CORE, 0)]
+    for res, v in lims:
+        R.setrlimit(res, (v, v))
+
+
+if MODE == "ns":
+    try:
+        build_root()
+    except OSError as e:
+        fail(str(e))
+    drop_privileges()
+elif MODE != "weak":
+    fail("unknown mode " + MODE)
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+job = json.loads(sys.stdin.read())
+os.close(0)
+os.open("/dev/null", os.O_RDONLY)
+program = job["program"]
+func_name = job.get("func_name") or ""
+deadline = time.monotonic() + LIM["timeout_s"]
+cap = LIM["output_bytes"]
+import ast, io, traceback
+
+for i, test in enumerate(job["tests"]):
+    left = deadline - time.monotonic()
+    if left <= 0:
+        report({"test": i, "status": "timeout"})
+        break
+    inp = test["input"]
+    functional = test["functional"]
+    stdin_path = ("/tmp" if MODE == "ns" else ".") + "/.stdin-%d" % i
+    with open(stdin_path, "w") as f:
+        if isinstance(inp, str) and not functional:
+            f.write(inp)
+    fds = [os.pipe() for _ in range(3)]  # stdout, stderr, result
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.close(REPORT)
+            for r, w in fds:
+                os.close(r)
+            fd = os.open(stdin_path, os.O_RDONLY)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            os.dup2(fd, 0)
+            os.dup2(fds[0][1], 1)
+            os.dup2(fds[1][1], 2)
+            resfd = fds[2][1]
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+            set_limits(int(left) + 1)
+            g = {"__name__": "__main__", "__builtins__": __builtins__}
+            code = compile(program, "<solution>", "exec")
+            if functional:
+                if isinstance(inp, str):
+                    args = [ast.literal_eval(line) for line in inp.split("\n") if line.strip()]
+                else:
+                    args = list(inp)
+                exec(code, g)
+                if "Solution" in g:
+                    fn = getattr(g["Solution"](), func_name)
+                else:
+                    fn = g[func_name]
+                out = str(fn(*args)).encode()
+                while out:
+                    out = out[os.write(resfd, out[:65536]):]
+            else:
+                exec(code, g)
+            sys.stdout.flush()
+            os._exit(0)
+        except SystemExit as e:
+            try:
+                sys.stdout.flush()
+            except BaseException:
+                pass
+            os._exit(0 if e.code in (None, 0) else 1)
+        except BaseException as e:
+            try:
+                msg = ("%s: %s" % (type(e).__name__, e))[:2000]
+                os.write(fds[1][1], ("\n\x00EXC\x00" + msg).encode())
+            except BaseException:
+                pass
+            os._exit(3)
+    for r, w in fds:
+        os.close(w)
+    bufs = [bytearray(), bytearray(), bytearray()]
+    open_fds = {fds[k][0]: k for k in range(3)}
+    for fd in open_fds:
+        os.set_blocking(fd, False)
+    status, over, exited, code = None, False, False, None
+    while True:
+        if not exited:
+            wpid, st = os.waitpid(pid, os.WNOHANG)
+            if wpid == pid:
+                exited, code = True, st
+        rem = deadline - time.monotonic()
+        if rem <= 0 and not exited:
+            status = "timeout"
+            break
+        if not open_fds:
+            if exited:
+                break
+            time.sleep(0.005)
+            continue
+        ready, _, _ = select.select(list(open_fds), [], [], min(max(rem, 0), 0.02))
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                del open_fds[fd]
+                continue
+            bufs[open_fds[fd]] += chunk
+            if len(bufs[0]) + len(bufs[1]) + len(bufs[2]) > cap:
+                over = True
+        if over:
+            status = "output_limit"
+            break
+        if exited and not ready:
+            break  # leftovers holding the pipes open do not delay us
+    if status is not None or not exited:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if not exited:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(pid, 0)
+    if MODE == "ns":
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything else in the namespace
+        except OSError:
+            pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+    for fd in open_fds:
+        os.close(fd)
+    try:
+        os.unlink(stdin_path)
+    except OSError:
+        pass
+    err = bytes(bufs[1][:cap])
+    exc = None
+    if b"\x00EXC\x00" in err:
+        err, _, e = err.partition(b"\n\x00EXC\x00")
+        exc = e.decode("utf-8", "replace")
+    out = {"test": i, "status": status or "done", "stdout": bytes(bufs[0][:cap]).decode("utf-8", "replace"),
+           "stderr": err[-4000:].decode("utf-8", "replace"), "result": bytes(bufs[2][:cap]).decode("utf-8", "replace")}
+    if exc is not None:
+        out["exception"] = exc
+    if status is None and code is not None:
+        if os.WIFSIGNALED(code):
+            out["signal"] = os.WTERMSIG(code)
+        else:
+            out["exit_code"] = os.WEXITSTATUS(code)
+    report(out)
+    if status == "timeout":
+        break
+report({"finished": True})

@@ -1,0 +1,213 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func testSandbox(t *testing.T, mode string) *Sandbox {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Mode = mode
+	cfg.Timeout = time.Second
+	cfg.MemoryBytes = 256 << 20
+	cfg.OutputBytes = 64 << 10
+	if _, err := os.Stat(cfg.Python); err != nil {
+		t.Skipf("Debian python3 not installed at %s (apt-get install python3-minimal)", cfg.Python)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Probe(context.Background()); errors.Is(err, ErrNoNamespaces) {
+		t.Skipf("this kernel refuses user namespaces: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func run1(t *testing.T, s *Sandbox, program, input string) (Report, Outcome) {
+	t.Helper()
+	rep, err := s.Run(context.Background(), Job{Program: program, Tests: []Test{{Input: input}, {Input: "after"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, rep.Outcomes[0]
+}
+
+// nobodyProcs lists processes of the sandbox's host uid (nobody) when the
+// tests run as root: after a run none may be left.
+func nobodyProcs(t *testing.T) []string {
+	if os.Getuid() != 0 {
+		return nil
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" && f[1] == "65534" {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
+}
+
+func TestRunsCode(t *testing.T) {
+	s := testSandbox(t, ModeNamespaces)
+	rep, err := s.Run(context.Background(), Job{
+		Program:  "import sys\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n    print(sum(map(int, sys.stdin.read().split())))",
+		FuncName: "add",
+		Tests:    []Test{{Input: "1 2 3\n"}, {Input: "1\n2\n", Functional: true}, {Input: []any{"a", "b"}, Functional: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{rep.Outcomes[0].Stdout, rep.Outcomes[1].Result, rep.Outcomes[2].Result}
+	if got[0] != "6\n" || got[1] != "3" || got[2] != "ab" || rep.Crashed || rep.TimedOut {
+		t.Fatalf("%q %+v", got, rep)
+	}
+}
+
+func TestHostile(t *testing.T) {
+	s := testSandbox(t, ModeNamespaces)
+	host := t.TempDir()
+	if err := os.Chmod(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(host, "secret.txt")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	victim := exec.Command("sleep", "60")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }()
+	port := ln.Addr().(*net.TCPAddr).Port
+
+	cases := []struct {
+		name, program string
+		check         func(Report, Outcome) bool
+	}{
+		{"infinite loop", "while True:\n    pass", func(r Report, o Outcome) bool { return o.Status == "timeout" && r.TimedOut }},
+		{"sleep past timeout", "import time\ntime.sleep(60)", func(r Report, o Outcome) bool { return o.Status == "timeout" && r.TimedOut }},
+		{"fork bomb", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+			func(r Report, o Outcome) bool { return o.Status == "timeout" }},
+		{"huge allocation", "x = bytearray(8 << 30)\nprint('allocated')",
+			func(r Report, o Outcome) bool { return strings.HasPrefix(o.Exception, "MemoryError") && o.Stdout == "" }},
+		{"huge output", "while True:\n    print('x' * 10000)", func(r Report, o Outcome) bool { return o.Status == "output_limit" }},
+		{"huge file", "f = open('big', 'wb')\nwhile True:\n    f.write(b'x' * 65536)",
+			func(r Report, o Outcome) bool { return o.Status == "done" && (o.Signal == int(syscall.SIGXFSZ) || o.Exception != "") }},
+		{"write outside its folder", fmt.Sprintf("for p in [%q, '/usr/pwned', '/pwned', '/etc/pwned']:\n    try:\n        open(p, 'w').write('x')\n        print('wrote', p)\n    except OSError as e:\n        pass\nopen(%q, 'w')", filepath.Join(host, "pwned"), filepath.Join(host, "pwned")),
+			func(r Report, o Outcome) bool { return o.Exception != "" && !strings.Contains(o.Stdout, "wrote") }},
+		{"read host files", fmt.Sprintf("for p in ['/etc/passwd', '/etc/hostname', '/proc/1/root/etc/passwd']:\n    try:\n        print(open(p).read()[:20])\n    except OSError:\n        pass\nprint(open(%q).read())", secret),
+			func(r Report, o Outcome) bool {
+				return o.Exception != "" && !strings.Contains(o.Stdout, "root:") && !strings.Contains(o.Stdout, "host secret")
+			}},
+		{"open a socket", fmt.Sprintf("import socket\ns = socket.create_connection(('127.0.0.1', %d), timeout=1)\nprint('connected')", port),
+			func(r Report, o Outcome) bool { return o.Exception != "" && o.Stdout == "" }},
+		{"kill its parent", fmt.Sprintf("import os, signal\nfor pid in (os.getppid(), 1, %d, -1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\nos.kill(%d, signal.SIGKILL)", victim.Process.Pid, victim.Process.Pid),
+			func(r Report, o Outcome) bool { return o.Exception != "" && !r.Crashed && r.Outcomes[1].Status == "done" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			rep, o := run1(t, s, c.program, "")
+			if !c.check(rep, o) {
+				t.Errorf("not stopped as expected: %+v", rep)
+			}
+			if el := time.Since(start); el > s.cfg.Timeout+s.cfg.SetupAllowance+2*time.Second {
+				t.Errorf("took %v", el)
+			}
+			if left := nobodyProcs(t); len(left) > 0 {
+				t.Errorf("sandbox processes left on the host: %v", left)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(host, "pwned")); err == nil {
+		t.Error("the program wrote into a host folder")
+	}
+	select {
+	case <-accepted:
+		t.Error("the program reached a host socket")
+	default:
+	}
+	if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("a host process was killed: %v", err)
+	}
+	// The sandbox still works after all of it.
+	_, o := run1(t, s, "print(input())", "ok")
+	if o.Stdout != "ok\n" {
+		t.Errorf("after hostile runs: %+v", o)
+	}
+}
+
+func TestWeakModeRunsCode(t *testing.T) {
+	s := testSandbox(t, ModeUnsafeRlimitsOnly)
+	rep, o := run1(t, s, "import os\nprint(input(), os.getcwd().startswith(os.path.realpath(os.environ.get('TMPDIR', '/tmp'))))", "hi")
+	if o.Stdout != "hi True\n" || rep.Crashed {
+		t.Fatalf("%+v", rep)
+	}
+	rep, o = run1(t, s, "while True:\n    pass", "")
+	if o.Status != "timeout" {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Mode = "unsafe"
+	cfg.Timeout = 0
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), `mode "unsafe"`) || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("%v", err)
+	}
+	cfg = DefaultConfig()
+	cfg.Python = "/nonexistent/python3"
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "/nonexistent/python3") || !strings.Contains(err.Error(), "apt-get install") {
+		t.Fatalf("%v", err)
+	}
+	if !strings.Contains(ErrNoNamespaces.Error(), ModeUnsafeRlimitsOnly) {
+		t.Fatal("the namespace error must name the opt-in mode")
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	s := testSandbox(t, ModeNamespaces)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	_, err := s.Run(ctx, Job{Program: "import time\ntime.sleep(60)", Tests: []Test{{Input: ""}}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if left := nobodyProcs(t); len(left) > 0 {
+		t.Errorf("left: %v", left)
+	}
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package sandbox
+
+import "syscall"
+
+// Namespaces exist only on Linux: elsewhere the start fails and Run
+// reports ErrNoNamespaces unless the weak mode is chosen.
+func sysProcAttr(mode string) *syscall.SysProcAttr {
+	if mode == ModeNamespaces {
+		return nil
+	}
+	return &syscall.SysProcAttr{Setpgid: true}
+}
