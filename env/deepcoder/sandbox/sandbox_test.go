@@ -124,7 +124,9 @@ func TestHostile(t *testing.T) {
 			func(r Report, o Outcome) bool { return strings.HasPrefix(o.Exception, "MemoryError") && o.Stdout == "" }},
 		{"huge output", "while True:\n    print('x' * 10000)", func(r Report, o Outcome) bool { return o.Status == "output_limit" }},
 		{"huge file", "f = open('big', 'wb')\nwhile True:\n    f.write(b'x' * 65536)",
-			func(r Report, o Outcome) bool { return o.Status == "done" && (o.Signal == int(syscall.SIGXFSZ) || o.Exception != "") }},
+			func(r Report, o Outcome) bool {
+				return o.Status == "done" && (o.Signal == int(syscall.SIGXFSZ) || o.Exception != "")
+			}},
 		{"write outside its folder", fmt.Sprintf("for p in [%q, '/usr/pwned', '/pwned', '/etc/pwned']:\n    try:\n        open(p, 'w').write('x')\n        print('wrote', p)\n    except OSError as e:\n        pass\nopen(%q, 'w')", filepath.Join(host, "pwned"), filepath.Join(host, "pwned")),
 			func(r Report, o Outcome) bool { return o.Exception != "" && !strings.Contains(o.Stdout, "wrote") }},
 		{"read host files", fmt.Sprintf("for p in ['/etc/passwd', '/etc/hostname', '/proc/1/root/etc/passwd']:\n    try:\n        print(open(p).read()[:20])\n    except OSError:\n        pass\nprint(open(%q).read())", secret),
@@ -134,7 +136,9 @@ func TestHostile(t *testing.T) {
 		{"open a socket", fmt.Sprintf("import socket\ns = socket.create_connection(('127.0.0.1', %d), timeout=1)\nprint('connected')", port),
 			func(r Report, o Outcome) bool { return o.Exception != "" && o.Stdout == "" }},
 		{"kill its parent", fmt.Sprintf("import os, signal\nfor pid in (os.getppid(), 1, %d, -1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\nos.kill(%d, signal.SIGKILL)", victim.Process.Pid, victim.Process.Pid),
-			func(r Report, o Outcome) bool { return o.Exception != "" && !r.Crashed && r.Outcomes[1].Status == "done" }},
+			func(r Report, o Outcome) bool {
+				return o.Exception != "" && !r.Crashed && r.Outcomes[1].Status == "done"
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
