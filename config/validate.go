@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"ragen/starpo/algo"
 )
 
 // Problem is one inconsistency found by Check.
@@ -26,7 +28,6 @@ func (p Problem) Error() string {
 
 // Valid names (upstream's registries; errors list them).
 var (
-	validEstimators   = []string{"gae", "grpo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "rloo"}
 	validLossAgg      = []string{"seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm", "token-mean"}
 	validKL           = []string{"abs", "k1", "k2", "k3", "kl", "low_var_kl", "mse"}
 	validKLCtrl       = []string{"adaptive", "fixed"}
@@ -80,6 +81,16 @@ func (v *validator) errf(key, format string, args ...any) {
 	v.out = append(v.out, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
+// reported says whether an error about key was already reported.
+func (v *validator) reported(key string) bool {
+	for _, p := range v.out {
+		if p.Key == key && !p.Warning {
+			return true
+		}
+	}
+	return false
+}
+
 func (v *validator) warnf(key, format string, args ...any) {
 	v.out = append(v.out, Problem{Key: key, Msg: fmt.Sprintf(format, args...), Warning: true})
 }
@@ -123,8 +134,8 @@ func (v *validator) floatAt(key string, nullable bool) (float64, bool) {
 	case int:
 		return float64(n), true
 	case float64:
-		if math.IsNaN(n) {
-			v.errf(key, "is NaN")
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			v.errf(key, "is %s; want a finite number", flowString(n))
 			return 0, false
 		}
 		return n, true
@@ -382,6 +393,9 @@ func (v *validator) filterRatio() float64 {
 	} else {
 		value = 0.25 // code default when the key is missing
 	}
+	if math.IsNaN(value) || value < 0 {
+		return 1.0 // out of range, reported by ranges; no capacity arithmetic on it
+	}
 	switch strategy {
 	case "top_p", "top_k", nil:
 		return value
@@ -606,9 +620,9 @@ func (v *validator) names() {
 	if est, ok := v.strAt("algorithm.adv_estimator", false); ok {
 		switch {
 		case est == "remax":
-			v.errf("algorithm.adv_estimator", "remax is not supported (upstream's trainer exits: \"not tested\"); valid: %s", strings.Join(validEstimators, ", "))
-		case !contains(validEstimators, est):
-			v.errf("algorithm.adv_estimator", "unknown estimator %q%s; valid: %s", est, didYouMean(est, validEstimators), strings.Join(validEstimators, ", "))
+			v.errf("algorithm.adv_estimator", "remax is not supported (upstream's trainer exits: \"not tested\"); valid: %s", strings.Join(validEstimators(), ", "))
+		case !contains(validEstimators(), est):
+			v.errf("algorithm.adv_estimator", "unknown estimator %q%s; valid: %s", est, didYouMean(est, validEstimators()), strings.Join(validEstimators(), ", "))
 		}
 	}
 	if x, ok := v.raw("critic.enable"); ok && x != nil {
@@ -695,6 +709,7 @@ type rangeCheck struct {
 	loOpen   bool // lo excluded
 	hiOpen   bool
 	nullable bool
+	integer  bool // an integer key: a float (2.7, even 3.0) is an error
 	cond     func(*validator) bool
 }
 
@@ -717,17 +732,21 @@ func (v *validator) ranges() {
 		{key: "actor_rollout_ref.rollout.val_kwargs.temperature", lo: 0, hi: inf},
 		{key: "actor_rollout_ref.rollout.top_p", lo: 0, hi: 1, loOpen: true},
 		{key: "actor_rollout_ref.rollout.val_kwargs.top_p", lo: 0, hi: 1, loOpen: true},
-		{key: "actor_rollout_ref.rollout.top_k", lo: -1, hi: inf},
-		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", lo: -1, hi: inf},
+		{key: "actor_rollout_ref.rollout.top_k", lo: -1, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", lo: -1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.gpu_memory_utilization", lo: 0, hi: 1, loOpen: true},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: inf},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, cond: filterOn("min_p")},
+		// ragen: top_p and top_k take a fraction of the groups; above 1 upstream
+		// silently keeps everything (divergences.md).
+		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, loOpen: true, cond: filterOn("top_p", "top_k")},
+		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 1, hi: inf, cond: filterOn("top_k_abs")},
 		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", lo: 1, hi: inf},
-		{key: "actor_rollout_ref.rollout.response_length", lo: 1, hi: inf},
-		{key: "actor_rollout_ref.rollout.max_model_len", lo: 1, hi: inf, nullable: true},
-		{key: "actor_rollout_ref.rollout.tensor_model_parallel_size", lo: 1, hi: inf},
+		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", lo: 0, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", lo: 1, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.response_length", lo: 1, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.max_model_len", lo: 1, hi: inf, nullable: true, integer: true},
+		{key: "actor_rollout_ref.rollout.tensor_model_parallel_size", lo: 1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.actor.optim.lr", lo: 0, hi: inf, loOpen: true},
 		{key: "actor_rollout_ref.actor.optim.weight_decay", lo: 0, hi: inf},
 		{key: "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", lo: 0, hi: 1},
@@ -737,7 +756,7 @@ func (v *validator) ranges() {
 		{key: "actor_rollout_ref.actor.clip_ratio_high", lo: 0, hi: inf, nullable: true},
 		{key: "actor_rollout_ref.actor.clip_ratio_c", lo: 1, hi: inf, loOpen: true},
 		{key: "actor_rollout_ref.actor.kl_loss_coef", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.actor.ppo_epochs", lo: 1, hi: inf},
+		{key: "actor_rollout_ref.actor.ppo_epochs", lo: 1, hi: inf, integer: true},
 		{key: "critic.optim.lr", lo: 0, hi: inf, loOpen: true, cond: critic},
 		{key: "critic.optim.weight_decay", lo: 0, hi: inf, cond: critic},
 		{key: "critic.grad_clip", lo: 0, hi: inf, loOpen: true, cond: critic},
@@ -748,26 +767,38 @@ func (v *validator) ranges() {
 		{key: "algorithm.kl_ctrl.kl_coef", lo: 0, hi: inf},
 		{key: "algorithm.kl_ctrl.target_kl", lo: 0, hi: inf, loOpen: true, cond: adaptive},
 		{key: "algorithm.kl_ctrl.horizon", lo: 0, hi: inf, loOpen: true, cond: adaptive},
-		{key: "agent_proxy.max_turn", lo: 1, hi: inf},
-		{key: "agent_proxy.max_actions_per_turn", lo: 1, hi: inf},
-		{key: "collapse_detection.compute_freq", lo: 1, hi: inf},
-		{key: "collapse_detection.micro_batch_size", lo: 1, hi: inf},
-		{key: "trainer.total_training_steps", lo: 1, hi: inf},
-		{key: "trainer.validation_steps", lo: 1, hi: inf},
-		{key: "trainer.critic_warmup", lo: 0, hi: inf},
-		{key: "lora.rank", lo: 0, hi: inf},
+		{key: "agent_proxy.max_turn", lo: 1, hi: inf, integer: true},
+		{key: "agent_proxy.max_actions_per_turn", lo: 1, hi: inf, integer: true},
+		{key: "collapse_detection.compute_freq", lo: 1, hi: inf, integer: true},
+		{key: "collapse_detection.micro_batch_size", lo: 1, hi: inf, integer: true},
+		{key: "trainer.total_training_steps", lo: 1, hi: inf, integer: true},
+		{key: "trainer.validation_steps", lo: 1, hi: inf, integer: true},
+		{key: "trainer.critic_warmup", lo: 0, hi: inf, integer: true},
+		{key: "lora.rank", lo: 0, hi: inf, integer: true},
+		{key: "trainer.save_freq", lo: -1, hi: inf, integer: true},
+		{key: "trainer.test_freq", lo: -1, hi: inf, integer: true},
+		{key: "trainer.max_actor_ckpt_to_keep", lo: 0, hi: inf, nullable: true, integer: true},
+		{key: "trainer.max_critic_ckpt_to_keep", lo: 0, hi: inf, nullable: true, integer: true},
 	}
 	for _, c := range checks {
 		if c.cond != nil && !c.cond(v) {
 			continue
 		}
 		x, ok := v.raw(c.key)
-		if !ok || (x == nil && c.nullable) {
+		if !ok || (x == nil && c.nullable) || v.reported(c.key) {
 			continue
 		}
 		f, isNum := toFloat(x)
 		if !isNum {
 			v.errf(c.key, "want a number, found %s", describe(x))
+			continue
+		}
+		if _, isInt := x.(int); c.integer && !isInt {
+			v.errf(c.key, "want an integer, found %s", describe(x))
+			continue
+		}
+		if math.IsInf(f, 0) {
+			v.errf(c.key, "%s is not finite: want %s", flowString(x), rangeText(c))
 			continue
 		}
 		if math.IsNaN(f) || f < c.lo || f > c.hi || (c.loOpen && f == c.lo) || (c.hiOpen && f == c.hi) {
@@ -849,4 +880,17 @@ func rangeText(c rangeCheck) string {
 		return fmt.Sprintf(">= %g", c.lo)
 	}
 	return fmt.Sprintf("%g %s x %s %g", c.lo, lo, hi, c.hi)
+}
+
+// validEstimators are the trainer's estimators: starpo/algo's registry
+// (built-in and registered by the program) less remax, which the trainer
+// refuses as upstream's does.
+func validEstimators() []string {
+	var out []string
+	for _, n := range algo.EstimatorNames() {
+		if n != algo.EstReMax {
+			out = append(out, n)
+		}
+	}
+	return out
 }

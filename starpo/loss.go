@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"ragen/torch"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // The tensor path: the same losses as starpo/algo, on libtorch tensors of
@@ -101,28 +101,52 @@ func AggLoss(s *torch.Scope, x, m *torch.Tensor, mode string) *torch.Tensor {
 // and m are constants. Metrics: actor/pg_loss, actor/pg_clipfrac,
 // actor/ppo_kl, actor/pg_clipfrac_lower.
 func PolicyLoss(s *torch.Scope, logp, old, adv, m *torch.Tensor, cfg algo.PolicyLossConfig) (*torch.Tensor, MetricTensors) {
+	return policyLoss(s, logp, old, adv, m, nil, cfg)
+}
+
+// policyTerms are the per-token pieces of the clipped policy loss.
+type policyTerms struct {
+	negKL, l1, l2, lc, l3, neg, loss *torch.Tensor
+}
+
+func newPolicyTerms(s *torch.Scope, logp, old, adv *torch.Tensor, cfg algo.PolicyLossConfig) policyTerms {
+	var p policyTerms
+	lo, hi := clipBounds(cfg)
+	p.negKL = s.Clamp(s.Sub(logp, old), -logRatioClamp, logRatioClamp) // (B,T)
+	ratio := s.Exp(p.negKL)
+	negA := s.Neg(adv)
+	p.l1 = s.Mul(negA, ratio)
+	p.l2 = s.Mul(negA, s.Clamp(ratio, 1-lo, 1+hi))
+	p.lc = s.Maximum(p.l1, p.l2)
+	p.l3 = s.MulS(negA, cfg.ClipRatioC)
+	lc2 := s.Minimum(p.l3, p.lc)
+	p.neg = s.LtS(adv, 0)
+	p.loss = s.Where(p.neg, lc2, p.lc)
+	return p
+}
+
+// policyLoss is PolicyLoss with the per-token loss multiplied by isw
+// (rollout importance weights) when isw is non-nil.
+func policyLoss(s *torch.Scope, logp, old, adv, m, isw *torch.Tensor, cfg algo.PolicyLossConfig) (*torch.Tensor, MetricTensors) {
 	if err := cfg.Validate(); err != nil {
 		s.Fail(fmt.Errorf("starpo: policy loss: %w", err))
 		return nil, nil
 	}
-	lo, hi := clipBounds(cfg)
-	negKL := s.Clamp(s.Sub(logp, old), -logRatioClamp, logRatioClamp) // (B,T)
-	ratio := s.Exp(negKL)
-	negA := s.Neg(adv)
-	l1 := s.Mul(negA, ratio)
-	l2 := s.Mul(negA, s.Clamp(ratio, 1-lo, 1+hi))
-	lc := s.Maximum(l1, l2)
-	l3 := s.MulS(negA, cfg.ClipRatioC)
-	lc2 := s.Minimum(l3, lc)
-	neg := s.LtS(adv, 0)
-	loss := s.Where(neg, lc2, lc)
+	p := newPolicyTerms(s, logp, old, adv, cfg)
+	loss := p.loss
+	if isw != nil {
+		loss = s.Mul(loss, s.Detach(isw))
+	}
 	pg := AggLoss(s, loss, m, cfg.LossAggMode)
 	dt := logp.DType()
 	met := MetricTensors{
 		algo.MetricPGLoss:          s.Detach(pg),
-		algo.MetricPGClipFrac:      MaskedMean(s, s.Cast(s.Gt(s.Detach(l2), s.Detach(l1)), dt), m),
-		algo.MetricPPOKL:           MaskedMean(s, s.Neg(s.Detach(negKL)), m),
-		algo.MetricPGClipFracLower: MaskedMean(s, s.Cast(s.And(s.Gt(s.Detach(lc), s.Detach(l3)), neg), dt), m),
+		algo.MetricPGClipFrac:      MaskedMean(s, s.Cast(s.Gt(s.Detach(p.l2), s.Detach(p.l1)), dt), m),
+		algo.MetricPPOKL:           MaskedMean(s, s.Neg(s.Detach(p.negKL)), m),
+		algo.MetricPGClipFracLower: MaskedMean(s, s.Cast(s.And(s.Gt(s.Detach(p.lc), s.Detach(p.l3)), p.neg), dt), m),
+	}
+	if isw != nil {
+		met[MetricRolloutISMean] = MaskedMean(s, s.Detach(isw), m)
 	}
 	return pg, met
 }
@@ -192,10 +216,7 @@ func ValueLoss(s *torch.Scope, vpred, values, returns, m *torch.Tensor, cfg algo
 		s.Fail(fmt.Errorf("starpo: value loss: %w", err))
 		return nil, nil
 	}
-	eps := cfg.ClipRangeValue
-	vclip := s.Maximum(s.Minimum(vpred, s.AddS(values, eps)), s.SubS(values, eps))
-	l1 := s.Square(s.Sub(vpred, returns))
-	l2 := s.Square(s.Sub(vclip, returns))
+	l1, l2 := valueTerms(s, vpred, values, returns, cfg.ClipRangeValue)
 	loss := s.MulS(AggLoss(s, s.Maximum(l1, l2), m, cfg.LossAggMode), 0.5)
 	accum := max(cfg.GradAccum, 1)
 	met := MetricTensors{
@@ -212,30 +233,35 @@ func ValueLoss(s *torch.Scope, vpred, values, returns, m *torch.Tensor, cfg algo
 // and ref may be nil when their term is off. The caller divides by
 // grad_accum before backward.
 func ActorLoss(s *torch.Scope, logp, entropy, old, ref, adv, m *torch.Tensor, cfg algo.ActorLossConfig) (*torch.Tensor, MetricTensors) {
+	return actorLoss(s, ActorLossInput{LogProbs: logp, Entropy: entropy, OldLogProbs: old, RefLogProbs: ref, Advantages: adv, Mask: m}, cfg)
+}
+
+func actorLoss(s *torch.Scope, in ActorLossInput, cfg algo.ActorLossConfig) (*torch.Tensor, MetricTensors) {
 	if err := cfg.Validate(); err != nil {
 		s.Fail(fmt.Errorf("starpo: actor loss: %w", err))
 		return nil, nil
 	}
-	loss, met := PolicyLoss(s, logp, old, adv, m, cfg.Policy)
+	m := in.Mask
+	loss, met := policyLoss(s, in.LogProbs, in.OldLogProbs, in.Advantages, m, in.RolloutISWeights, cfg.Policy)
 	if s.Err() != nil {
 		return nil, nil
 	}
 	mode := cfg.Policy.LossAggMode
 	if cfg.EntropyCoeff != 0 {
-		if entropy == nil {
+		if in.Entropy == nil {
 			s.Errorf("starpo.ActorLoss", "entropy_coeff=%g needs per-token entropies", cfg.EntropyCoeff)
 			return nil, nil
 		}
-		ent := AggLoss(s, entropy, m, mode)
+		ent := AggLoss(s, in.Entropy, m, mode)
 		met[algo.MetricEntropyLoss] = s.Detach(ent)
 		loss = s.Sub(loss, s.MulS(ent, cfg.EntropyCoeff))
 	}
 	if cfg.UseKLLoss {
-		if ref == nil {
+		if in.RefLogProbs == nil {
 			s.Errorf("starpo.ActorLoss", "use_kl_loss needs reference log-probs")
 			return nil, nil
 		}
-		kl := AggLoss(s, KLPenalty(s, logp, ref, cfg.KLLossType), m, mode)
+		kl := AggLoss(s, KLPenalty(s, in.LogProbs, in.RefLogProbs, cfg.KLLossType), m, mode)
 		met[algo.MetricKLLoss] = s.Detach(kl)
 		met[algo.MetricKLCoef] = s.Full(nil, cfg.KLLossCoef, torch.Float64, torch.CPU)
 		loss = s.Add(loss, s.MulS(kl, cfg.KLLossCoef))

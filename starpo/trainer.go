@@ -14,9 +14,9 @@ import (
 	"ragen/env"
 	"ragen/filter"
 	"ragen/internal/pyrand"
-	"ragen/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // LogProber computes per-token log-probabilities: logp[b,t] = log p(ids[b,t]
@@ -89,6 +89,9 @@ type Deps struct {
 	// training step (per-group rewards, reward std, selected groups) before
 	// the update; an error stops training. ragen dash reads its export.
 	OnFilter func(step int, res filter.Result) error
+	// ActorLoss replaces the actor objective of every micro-batch
+	// (optional; nil is DefaultActorLoss, RAGEN's PPO-clip objective).
+	ActorLoss ActorLossFunc
 }
 
 // Metric names the trainer writes itself (upstream's keys).

@@ -8,8 +8,8 @@ import (
 
 	"ragen/filter"
 	"ragen/internal/pyrand"
-	"ragen/torch"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // withScope runs f on a fresh scope and closes it, returning the first error.
@@ -397,8 +397,16 @@ func (t *Trainer) actorLossFn(b *rows, acfg algo.ActorLossConfig) func(s *torch.
 		if acfg.UseKLLoss {
 			ref = matTensor(s, b.refLogp, idx, dt, t.dev)
 		}
-		return ActorLoss(s, lp, h, matTensor(s, b.oldLogp, idx, dt, t.dev), ref,
-			matTensor(s, b.adv, idx, dt, t.dev), matTensor(s, b.mask, idx, dt, t.dev), acfg)
+		in := ActorLossInput{LogProbs: lp, Entropy: h, OldLogProbs: matTensor(s, b.oldLogp, idx, dt, t.dev), RefLogProbs: ref,
+			Advantages: matTensor(s, b.adv, idx, dt, t.dev), Mask: matTensor(s, b.mask, idx, dt, t.dev)}
+		if t.deps.ActorLoss != nil {
+			loss, met := t.deps.ActorLoss(s, in, acfg)
+			if s.Err() == nil && (loss == nil || loss.Dim() != 0) {
+				s.Errorf("starpo.Deps.ActorLoss", "the custom actor loss must return a scalar (got shape %v)", loss.Shape())
+			}
+			return loss, met
+		}
+		return DefaultActorLoss(s, in, acfg)
 	}
 }
 

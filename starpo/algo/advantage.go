@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Estimator names (algorithm.adv_estimator).
@@ -83,17 +84,41 @@ type AdvantageOutput struct {
 // (upstream's estimators log none, so the map is empty but never nil).
 type EstimatorFunc func(in AdvantageInput, cfg AdvantageConfig) (AdvantageOutput, map[string]float64, error)
 
-var estimators = map[string]EstimatorFunc{
-	EstGAE:                       gaeEstimator,
-	EstGRPO:                      grpoEstimator,
-	EstRLOO:                      rlooEstimator,
-	EstReinforcePlusPlus:         rppEstimator,
-	EstReinforcePlusPlusBaseline: rppBaselineEstimator,
-	EstReMax:                     remaxEstimator,
+var (
+	estimatorsMu sync.RWMutex
+	estimators   = map[string]EstimatorFunc{
+		EstGAE:                       gaeEstimator,
+		EstGRPO:                      grpoEstimator,
+		EstRLOO:                      rlooEstimator,
+		EstReinforcePlusPlus:         rppEstimator,
+		EstReinforcePlusPlusBaseline: rppBaselineEstimator,
+		EstReMax:                     remaxEstimator,
+	}
+)
+
+// RegisterEstimator adds a custom advantage estimator under name, which
+// algorithm.adv_estimator then selects like a built-in one. The estimator
+// gets the batch's token-level rewards, mask, values (when the critic is
+// on) and group ids, and returns advantages and returns of the same shape.
+// Registering an empty name, a nil function or a name already taken is an
+// error.
+func RegisterEstimator(name string, f EstimatorFunc) error {
+	if name == "" || f == nil {
+		return fmt.Errorf("algo: RegisterEstimator needs a name and a function (got %q, nil=%v)", name, f == nil)
+	}
+	estimatorsMu.Lock()
+	defer estimatorsMu.Unlock()
+	if _, ok := estimators[name]; ok {
+		return fmt.Errorf("algo: estimator %q is already registered", name)
+	}
+	estimators[name] = f
+	return nil
 }
 
 // EstimatorNames returns the registered estimator names, sorted.
 func EstimatorNames() []string {
+	estimatorsMu.RLock()
+	defer estimatorsMu.RUnlock()
 	names := make([]string, 0, len(estimators))
 	for n := range estimators {
 		names = append(names, n)
@@ -107,7 +132,10 @@ func EstimatorNames() []string {
 // unimplemented opo, grpo_passk and gpg, return an error that lists the
 // valid names.
 func Estimator(name string) (EstimatorFunc, error) {
-	if f, ok := estimators[name]; ok {
+	estimatorsMu.RLock()
+	f, ok := estimators[name]
+	estimatorsMu.RUnlock()
+	if ok {
 		return f, nil
 	}
 	return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknownEstimator, name, strings.Join(EstimatorNames(), ", "))
