@@ -18,6 +18,11 @@ func TestRegisterEstimator(t *testing.T) {
 	if err := RegisterEstimator("test_double_grpo", double); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // the registry is global: leave it as the other tests expect
+		estimatorsMu.Lock()
+		delete(estimators, "test_double_grpo")
+		estimatorsMu.Unlock()
+	})
 	if _, err := Estimator("test_double_grpo"); err != nil {
 		t.Fatal(err)
 	}
