@@ -1,0 +1,8 @@
+//go:build torchpc
+
+package csrc
+
+/*
+#cgo pkg-config: ragen-torch
+*/
+import "C"

@@ -1,0 +1,8 @@
+//go:build !torchpc
+
+package csrc
+
+/*
+#cgo LDFLAGS: -ltorch -ltorch_cpu -lc10
+*/
+import "C"
