@@ -1,0 +1,8 @@
+package all
+
+// DeepCoder, Search, Lean, WebShop and ALFWorld (envs.md §9-13): the envs
+// that need something outside the process (a sandbox, a retrieval or Lean
+// server, a simulator bridge).
+import (
+	_ "ragen/env/deepcoder"
+)

@@ -1,0 +1,281 @@
+package deepcoder
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"ragen/env"
+	"ragen/env/deepcoder/sandbox"
+	"ragen/env/envtest"
+)
+
+func skipNoSandbox(t testing.TB) {
+	t.Helper()
+	sc := DefaultConfig().sandbox()
+	if err := sc.CheckPython(); err != nil {
+		t.Skip(err)
+	}
+	if _, err := sharedSandbox(context.Background(), sc); errors.Is(err, sandbox.ErrNoNamespaces) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func strp(s string) *string { return &s }
+
+func newTestEnv(t testing.TB, mut func(*Config)) *Env {
+	t.Helper()
+	skipNoSandbox(t)
+	cfg := DefaultConfig()
+	cfg.DatasetPath = strp("testdata/problems.jsonl")
+	cfg.SandboxTimeout = 1
+	if mut != nil {
+		mut(&cfg)
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestLoadJSONLAndParquet(t *testing.T) {
+	js, err := LoadFile("testdata/problems.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(js) != 4 {
+		t.Fatalf("%d problems", len(js))
+	}
+	if js[1].FuncName != "reverseWords" || js[1].Tests[0].TestType != "functional" || js[2].FuncName != "mul" {
+		t.Errorf("%+v", js[1:3])
+	}
+	if js[3].Question != "The first line holds n, the second n integers. Print the largest of them." || len(js[3].Tests) != 2 ||
+		js[3].Tests[1].Input != "1\n-7\n" || js[3].Tests[1].TestType != "stdin" {
+		t.Errorf("inputs/outputs row: %+v", js[3])
+	}
+	pq, err := LoadFile("testdata/problems.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pq) != 3 {
+		t.Fatalf("parquet: %d problems", len(pq))
+	}
+	for i := range pq {
+		if pq[i].Question != js[i].Question || pq[i].FuncName != js[i].FuncName || pq[i].StarterCode != js[i].StarterCode ||
+			len(pq[i].Tests) != len(js[i].Tests) || PyStr(pq[i].Tests[0].Output) != PyStr(js[i].Tests[0].Output) {
+			t.Errorf("row %d: parquet %+v vs jsonl %+v", i, pq[i], js[i])
+		}
+	}
+}
+
+func TestDataErrors(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"ground_truth": "[]"}`, `missing "question"`},
+		{`{"question": "q", "ground_truth": "[{\"input\": 1, \"output\": \"1\", \"testtype\": \"stdin\"}]"}`, "stdin input must be a string"},
+		{`{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}]}`, "no func_name"},
+		{`{"question": "q", "tests": {"inputs": ["1"], "outputs": []}}`, "1 inputs but 0 outputs"},
+		{`{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "file"}]}`, `unknown testtype "file"`},
+		{`not json`, "line 1"},
+	} {
+		_, err := ReadJSONL(strings.NewReader(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.in, err, c.want)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.DatasetPath = strp("no/such/deepcoder")
+	if _, err := Resolve(cfg); err == nil || !strings.Contains(err.Error(), "no/such/deepcoder/test.jsonl") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestProgram(t *testing.T) {
+	starter := "class Solution:\n    def f(self, x):\n        "
+	if got := Program(starter, "def f(self, x):\n\n    return x"); got != starter+"\n\n    def f(self, x):\n\n        return x" {
+		t.Errorf("%q", got)
+	}
+	if got := Program(starter, "class Solution:\n    pass"); got != "class Solution:\n    pass" {
+		t.Errorf("%q", got)
+	}
+	if got := Program("", "print(1)"); got != "print(1)" {
+		t.Errorf("%q", got)
+	}
+}
+
+func TestPyStr(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{"x y", "x y"}, {[]any{"a", 1.5, nil, true}, "['a', 1.5, None, True]"}, {float64(3), "3.0"},
+		{map[string]any{"k": []any{"it's"}}, `{'k': ["it's"]}`}, {int64(-10), "-10"},
+	} {
+		if got := PyStr(c.v); got != c.want {
+			t.Errorf("PyStr(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+func step(t *testing.T, e *Env, code string) env.StepResult {
+	t.Helper()
+	r, err := e.Step(context.Background(), env.Action{Text: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// resetTo resets to the first seed that lands on problem i.
+func resetTo(t *testing.T, e *Env, i int) {
+	t.Helper()
+	for seed := int64(0); seed < 200; seed++ {
+		if _, err := e.Reset(context.Background(), seed, env.ModeTrain); err != nil {
+			t.Fatal(err)
+		}
+		if e.Problem().Question == e.problems[i].Question {
+			return
+		}
+	}
+	t.Fatalf("no seed reaches problem %d", i)
+}
+
+func TestEpisodes(t *testing.T) {
+	e := newTestEnv(t, nil)
+	obs, _ := e.Reset(context.Background(), 7, env.ModeTrain)
+	obs2, _ := e.Reset(context.Background(), 7, env.ModeTrain)
+	if obs != obs2 || obs != e.Render() {
+		t.Fatal("reset is not deterministic")
+	}
+
+	resetTo(t, e, 0)
+	r := step(t, e, "a, b = map(int, input().split())\nprint(a + b)")
+	if r.Reward != 1 || !r.Done || r.Observation != "Correct!" || r.Info["detail"] != "All tests passed." || r.Info["success"] != true || r.Info["passed_tests"] != 3 {
+		t.Errorf("correct: %+v", r)
+	}
+
+	resetTo(t, e, 0)
+	r = step(t, e, "a, b = map(int, input().split())\nprint(a + b if a != 1 else 0)")
+	if r.Reward != 2.0/3 || !r.Done || r.Observation != "Incorrect." || e.Render() != "Incorrect." ||
+		r.Info["detail"] != "Passed 2/3 tests. Wrong answer on test 1: got 0 expected 3" {
+		t.Errorf("partial: %+v", r)
+	}
+
+	resetTo(t, e, 1) // starter with class Solution; the answer is an indented def
+	r = step(t, e, "def reverseWords(self, s: str) -> str:\n    return ' '.join(reversed(s.split(' ')))")
+	if r.Reward != 1 {
+		t.Errorf("functional with starter: %+v", r)
+	}
+
+	resetTo(t, e, 2)
+	r = step(t, e, "def mul(a, b):\n    raise ValueError('no')")
+	if r.Reward != 0 || r.Info["detail"] != "Passed 0/2 tests. Exception on test 1: ValueError: no" {
+		t.Errorf("exception: %+v", r)
+	}
+
+	resetTo(t, e, 3)
+	r = step(t, e, "input()\nprint(max(map(int, input().split())))")
+	if r.Reward != 1 {
+		t.Errorf("inputs/outputs problem: %+v", r)
+	}
+
+	resetTo(t, e, 0)
+	r = step(t, e, "while True: pass")
+	if r.Reward != 0 || r.Info["detail"] != "Passed 0/3 tests. Time limit exceeded." {
+		t.Errorf("timeout: %+v", r)
+	}
+
+	resetTo(t, e, 0)
+	r = step(t, e, "print(")
+	if r.Reward != 0 || r.Info["runnable"] != false || !strings.Contains(r.Info["detail"].(string), "SyntaxError") {
+		t.Errorf("syntax error: %+v", r)
+	}
+
+	r = step(t, e, "  \n ")
+	if r.Done || r.Reward != 0 || r.Observation != "Invalid action." || r.Info["action_is_valid"] != false {
+		t.Errorf("blank: %+v", r)
+	}
+}
+
+func TestFeedbackWhenNotDone(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.MaxSteps = 2 })
+	resetTo(t, e, 0)
+	r := step(t, e, "print(3)")
+	want := e.problems[0].Question + "\n\nFeedback: Passed 1/3 tests. Wrong answer on test 2: got 3 expected 6"
+	if r.Done || e.Render() != want {
+		t.Errorf("render %q, want %q (%+v)", e.Render(), want, r)
+	}
+	r = step(t, e, "print(3)")
+	if !r.Done {
+		t.Error("not done after max_steps")
+	}
+}
+
+func TestFallbackPrompt(t *testing.T) {
+	skipNoSandbox(t)
+	e, err := env.New("deepcoder", map[string]any{"max_steps": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, _ := e.Reset(context.Background(), 3, env.ModeVal)
+	if obs != FallbackPrompt {
+		t.Fatalf("%q", obs)
+	}
+	r, _ := e.Step(context.Background(), env.Action{Text: "def add(a, b):\n    return a + b"})
+	if r.Reward != 0 || !r.Done || r.Info["detail"] != "No tests available." || r.Info["success"] != false {
+		t.Errorf("%+v", r)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, err := env.New("deepcoder", map[string]any{"max_step": 1, "sandbox_mode": "none"})
+	if err == nil || !strings.Contains(err.Error(), `"max_step"`) {
+		t.Errorf("%v", err)
+	}
+	_, err = env.New("deepcoder", map[string]any{"sandbox_mode": "none"})
+	if err == nil || !strings.Contains(err.Error(), "unsafe_rlimits_only") {
+		t.Errorf("%v", err)
+	}
+	_, err = env.New("deepcoder", map[string]any{"python_path": "/no/python3"})
+	if err == nil || !strings.Contains(err.Error(), "/no/python3") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestTagBuilds(t *testing.T) {
+	skipNoSandbox(t)
+	tags, err := env.DefaultTags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := tags["DeepCoder"].Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Reset(context.Background(), 1, env.ModeTrain); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkReset(b *testing.B) {
+	envtest.BenchReset(b, envtest.Build(newTestEnv(b, nil), nil))
+}
+
+// BenchmarkStep runs one correct answer (3 stdin tests) per step.
+func BenchmarkStep(b *testing.B) {
+	e := newTestEnv(b, nil)
+	ctx := context.Background()
+	for b.Loop() {
+		e.set(0)
+		if r, err := e.Step(ctx, env.Action{Text: "a, b = map(int, input().split())\nprint(a + b)"}); err != nil || r.Reward != 1 {
+			b.Fatal(r, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }
