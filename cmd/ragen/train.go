@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"ragen/collapse"
@@ -94,7 +96,7 @@ func loggerBackends(t *config.Tree) []string {
 			seen := map[string]bool{}
 			for _, n := range append(v, "jsonl") { // JSONL always: plots are made from it
 				switch n {
-				case "wandb", "swanlab", "mlflow":
+				case "wandb", "swanlab", "mlflow", "clearml", "vemlp_wandb":
 					fmt.Fprintf(os.Stderr, "ragen: trainer.logger %s needs an online service; logging to jsonl and tensorboard instead\n", n)
 					n = "tensorboard"
 				}
@@ -162,7 +164,7 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		}
 	}
 	if config.CriticEnabled(t) {
-		if j.critic, err = llm.NewCritic(j.model); err != nil {
+		if j.critic, err = loadCritic(t, j.model, deviceFlag); err != nil {
 			return nil, err
 		}
 	}
@@ -184,7 +186,13 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 	if j.logger, err = track.New(loggerBackends(t), opts); err != nil {
 		return nil, err
 	}
-	deps := starpo.Deps{Actor: j.model, Rollout: j.proxy.RolloutWith, Filter: j.fc, Logger: j.logger}
+	var trainer *starpo.Trainer
+	step := func() int { return trainer.Step() }
+	rollout, err := outputDumps(t, j.outDir, j.proxy.RolloutWith, step)
+	if err != nil {
+		return nil, err
+	}
+	deps := starpo.Deps{Actor: j.model, Rollout: rollout, Filter: j.fc, Logger: j.logger}
 	if st, ok := policy.(starpo.Stateful); ok {
 		// the sampling position travels with checkpoints, so a resumed run
 		// draws the same samples an uninterrupted one would
@@ -209,9 +217,19 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		deps.State["collapse"] = deps.Collapse
 		deps.Scorer = llm.NewScorer(j.model, j.cc.MicroBatchSize)
 	}
+	rdir, err := rolloutDataDir(t, j.outDir)
+	if err != nil {
+		return nil, err
+	}
+	if rdir != "" { // trajectories and filter decisions for ragen dash (cmd/ragen/rollouts.go)
+		x := &rolloutExport{dir: rdir, opt: ragen.ExportOptions{UpstreamSuccess: j.rc.Compat.JSONLSuccess}, fc: j.fc,
+			nextFn: func() int { return j.trainer.Step() + 1 }}
+		deps.Rollout, deps.OnFilter = x.wrap(deps.Rollout), x.onFilter
+	}
 	if j.trainer, err = starpo.NewTrainer(j.sc, deps); err != nil {
 		return nil, err
 	}
+	trainer = j.trainer
 	ok = true
 	return j, nil
 }
@@ -237,9 +255,45 @@ func lastCheckpointStep(dir, mode string) int {
 }
 
 func cmdTrain(ctx context.Context, args []string) error {
-	fl, rest, err := splitFlags(args, "device")
+	fl, rest, err := splitFlags(args, "device", "jobs")
 	if err != nil {
 		return err
+	}
+	multi := false
+	var kept []string
+	for _, a := range rest {
+		if isMultirunFlag(a) {
+			multi = true
+			continue
+		}
+		kept = append(kept, a)
+	}
+	jobs := 1
+	if s, ok := fl["jobs"]; ok {
+		if jobs, err = strconv.Atoi(s); err != nil || jobs < 1 {
+			return fmt.Errorf("--jobs %q: want a positive number of runs at once", s)
+		}
+		if !multi {
+			return fmt.Errorf("--jobs needs a multirun (-m key=a,b,...)")
+		}
+	}
+	if multi {
+		return runSweep(ctx, kept, fl["device"], jobs)
+	}
+	return trainOnce(ctx, kept, fl["device"], false)
+}
+
+// trainOnce is one `ragen train` run: load and check the config, say once
+// what has no effect here, train, export.
+func trainOnce(ctx context.Context, args []string, deviceFlag string, quietBar bool) error {
+	var hydraNotes []string
+	var rest []string
+	for _, a := range args {
+		if k, _, _ := strings.Cut(strings.TrimLeft(a, "+~"), "="); strings.HasPrefix(k, "hydra.") {
+			hydraNotes = append(hydraNotes, k)
+			continue
+		}
+		rest = append(rest, a)
 	}
 	t, a, err := loadTree(rest, "base")
 	if err != nil {
@@ -249,7 +303,22 @@ func cmdTrain(ctx context.Context, args []string) error {
 		fmt.Print(a.Print(t))
 		return nil
 	}
-	j, err := buildJob(t, fl["device"], false, nil, nil)
+	if err := checkWorldSize(t); err != nil {
+		return err
+	}
+	if len(hydraNotes) > 0 {
+		fmt.Fprintf(os.Stderr, "ragen: %s: no effect: Hydra's own settings do not exist here (outputs go to trainer.default_local_dir; sweeps take hydra.sweep.dir with -m)\n", strings.Join(hydraNotes, ", "))
+	}
+	if n := config.InertNotice(t, a.Overrides...); n != "" {
+		fmt.Fprint(os.Stderr, "ragen: "+n)
+	}
+	if deviceFlag, err = trainerDevice(t, a.Overrides, deviceFlag, os.Stderr); err != nil {
+		return err
+	}
+	if err := featureNotices(t, os.Stderr); err != nil {
+		return err
+	}
+	j, err := buildJob(t, deviceFlag, quietBar, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -301,4 +370,79 @@ func saveModel(dir string, m *llm.Model, tok tokenizer.Tokenizer) error {
 		return fmt.Errorf("save: tokenizer %T has no Hugging Face form", tok)
 	}
 	return llm.SaveHF(dir, m, tok)
+}
+
+// loadCritic builds the critic: from critic.model.path when it names a
+// folder of its own (a Qwen2ForTokenClassification critic as Critic.Save
+// writes it, or a causal LM whose trunk seeds a fresh value head, as
+// upstream's AutoModelForTokenClassification load does), else from the
+// actor's current weights.
+func loadCritic(t *config.Tree, actor *llm.Model, deviceFlag string) (*llm.Critic, error) {
+	cp, mp := "", ""
+	if t.Has("critic.model.path") {
+		cp, _ = t.String("critic.model.path")
+	}
+	if t.Has("model_path") {
+		mp, _ = t.String("model_path")
+	}
+	if cp == "" || cp == mp || cp == "tiny" {
+		return llm.NewCritic(actor)
+	}
+	if err := localModelDir(cp); err != nil {
+		return nil, fmt.Errorf("critic.model.path: %w", err)
+	}
+	opt, err := modelOptions(t, deviceFlag)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := llm.ReadConfig(cp)
+	if err != nil {
+		return nil, fmt.Errorf("critic.model.path: %w", err)
+	}
+	if len(cfg.Architectures) > 0 && strings.HasSuffix(cfg.Architectures[0], "ForTokenClassification") {
+		c, err := llm.LoadCritic(cp, opt)
+		if err != nil {
+			return nil, fmt.Errorf("critic.model.path: %w", err)
+		}
+		return c, nil
+	}
+	m, err := llm.Load(cp, opt)
+	if err != nil {
+		return nil, fmt.Errorf("critic.model.path: %w", err)
+	}
+	defer m.Close()
+	c, err := llm.NewCritic(m)
+	if err != nil {
+		return nil, fmt.Errorf("critic.model.path: %w", err)
+	}
+	return c, nil
+}
+
+// outputDumps wraps the rollout with upstream's optional outputs:
+// trainer.validation_data_dir (every validation rollout as JSONL),
+// trainer.generations_to_log_to_wandb.val (the first N validation
+// generations, to <out>/val_generations/<step>.jsonl) and
+// trainer.log_group_rv_table (per-group reward variance of each training
+// batch, to <out>/group_rv_table.jsonl).
+func outputDumps(t *config.Tree, outDir string, rollout starpo.RolloutFunc, step func() int) (starpo.RolloutFunc, error) {
+	r := &reader{t: t}
+	var valDir string
+	var nGen int
+	var rvTable bool
+	r.str("trainer.validation_data_dir", &valDir)
+	r.int("trainer.generations_to_log_to_wandb.val", &nGen)
+	r.bool("trainer.log_group_rv_table", &rvTable)
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	if valDir != "" {
+		rollout = starpo.DumpValidation(rollout, valDir, 0, step)
+	}
+	if nGen > 0 {
+		rollout = starpo.DumpValidation(rollout, filepath.Join(outDir, "val_generations"), nGen, step)
+	}
+	if rvTable {
+		rollout = starpo.LogGroupRV(rollout, filepath.Join(outDir, "group_rv_table.jsonl"), func() int { return step() + 1 })
+	}
+	return rollout, nil
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"ragen/starpo"
+	"ragen/torch"
+)
+
+func TestSplitSweepValue(t *testing.T) {
+	for in, want := range map[string][]string{
+		"1,2,3":               {"1", "2", "3"},
+		"[1,2],[3]":           {"[1,2]", "[3]"},
+		"'a,b',c":             {"'a,b'", "c"},
+		"${oc.env:X,y},2":     {"${oc.env:X,y}", "2"},
+		"range(1,4)":          {"1", "2", "3"},
+		"range(0,1,0.25)":     {"0", "0.25", "0.5", "0.75"},
+		"choice(top_p,min_p)": {"top_p", "min_p"},
+		"single":              {"single"},
+	} {
+		got, err := splitSweepValue(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"1,,2", "[1,2", "range(1)", "range(1,2,0)", "range(3,1)", "'a,b"} {
+		_, err := splitSweepValue(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestPlanSweepCartesianProduct(t *testing.T) {
+	p, err := planSweep([]string{"--config-name", "demo", "a.b=1,2", "c=x", "+d=p,q,r", "hydra.sweep.dir=/tmp/sw", "hydra.job.chdir=True"}, time.Unix(0, 0))
+	require.NoError(t, err)
+	require.Equal(t, []string{"--config-name", "demo"}, p.Flags)
+	require.Equal(t, []string{"a.b", "d"}, p.Keys)
+	require.Equal(t, "/tmp/sw", p.Dir)
+	require.Len(t, p.Jobs, 6)
+	// the first key varies slowest, as Hydra's basic sweeper orders jobs
+	require.Equal(t, []string{"a.b=1", "c=x", "+d=p", "trainer.default_local_dir=/tmp/sw/0"}, p.Jobs[0].Overrides)
+	require.Equal(t, []string{"a.b=2", "c=x", "+d=r", "trainer.default_local_dir=/tmp/sw/5"}, p.Jobs[5].Overrides)
+	require.Equal(t, map[string]string{"a.b": "2", "d": "r"}, p.Jobs[5].Params)
+	require.Len(t, p.Notices, 1)
+	require.Contains(t, p.Notices[0], "hydra.job.chdir")
+}
+
+func TestTrainerDeviceWithoutCUDA(t *testing.T) {
+	if torch.CUDAAvailable() {
+		t.Skip("this machine has CUDA")
+	}
+	tr, _, err := loadTree([]string{"model_path=tiny"}, "base")
+	require.NoError(t, err)
+	var b strings.Builder
+	dev, err := trainerDevice(tr, nil, "", &b)
+	require.NoError(t, err)
+	require.Equal(t, "cpu", dev)
+	require.Contains(t, b.String(), "trainer.device=cuda (upstream's default) but there is no CUDA here")
+	// asked for explicitly: an error naming the missing piece
+	tr, a, err := loadTree([]string{"trainer.device=cuda"}, "base")
+	require.NoError(t, err)
+	_, err = trainerDevice(tr, a.Overrides, "", &b)
+	require.ErrorContains(t, err, "trainer.device=cuda was asked for on the command line but there is no CUDA here")
+	// --device wins
+	dev, err = trainerDevice(tr, a.Overrides, "cpu", &b)
+	require.NoError(t, err)
+	require.Equal(t, "cpu", dev)
+}
+
+// tinySweepArgs are a demo-config run small enough for a test (seconds).
+func tinySweepArgs() []string {
+	return []string{"--config-name", "demo", "trainer.total_training_steps=1", "trainer.val_before_train=False",
+		"trainer.test_freq=1", "es_manager.train.env_groups=2", "es_manager.train.group_size=4",
+		"es_manager.train.env_configs.n_groups=[2]", "es_manager.val.env_groups=2", "es_manager.val.env_configs.n_groups=[2]",
+		"ppo_mini_batch_size=8", "micro_batch_size_per_gpu=8", "actor_rollout_ref.rollout.response_length=8"}
+}
+
+func TestMultirunThreeWayTinyModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three one-step runs of the tiny model")
+	}
+	dir := t.TempDir()
+	args := append([]string{"train", "-m"}, tinySweepArgs()...)
+	args = append(args, "actor_rollout_ref.actor.optim.lr=1e-4,3e-4,1e-3", "hydra.sweep.dir="+dir,
+		// upstream's optional outputs, each into the job's own folder
+		"trainer.validation_data_dir=${trainer.default_local_dir}/val_dump", "trainer.log_group_rv_table=True",
+		"trainer.generations_to_log_to_wandb.val=1", "actor_rollout_ref.rollout.val_kwargs.n=2")
+	require.NoError(t, run(context.Background(), args))
+
+	f, err := os.Open(filepath.Join(dir, "summary.csv"))
+	require.NoError(t, err)
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	require.NoError(t, err)
+	require.Len(t, rows, 4)
+	require.Equal(t, []string{"job", "actor_rollout_ref.actor.optim.lr", "steps", "val_success", "val_success_best", "reward", "filter_kept_ratio", "mi_estimate", "status", "dir"}, rows[0])
+	for i, lr := range []string{"1e-4", "3e-4", "1e-3"} {
+		r := rows[i+1]
+		require.Equal(t, lr, r[1])
+		require.Equal(t, "1", r[2], "one step")
+		require.NotEmpty(t, r[3], "validation success logged")
+		require.NotEmpty(t, r[5], "reward logged")
+		require.Equal(t, "ok", r[8])
+		job := filepath.Join(dir, r[0])
+		require.Equal(t, job, r[9])
+		_, err := os.Stat(filepath.Join(job, "metrics.jsonl"))
+		require.NoError(t, err)
+		// validation_data_dir: one line per validation episode; val_kwargs.n=2
+		// doubles the 2 validation envs
+		dumps := readJSONLines[starpo.ValidationDump](t, filepath.Join(job, "val_dump", "1.jsonl"))
+		require.Len(t, dumps, 4)
+		require.Equal(t, 1, dumps[0].Step)
+		require.NotEmpty(t, dumps[0].Input)
+		gens := readJSONLines[starpo.ValidationDump](t, filepath.Join(job, "val_generations", "1.jsonl"))
+		require.Len(t, gens, 1)
+		rv := readJSONLines[starpo.GroupRV](t, filepath.Join(job, "group_rv_table.jsonl"))
+		require.Len(t, rv, 2, "two training groups")
+		require.Equal(t, 4, rv[0].N)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "| job | actor_rollout_ref.actor.optim.lr | steps | val_success |")
+	require.Equal(t, 3+2, strings.Count(string(md), "\n| ")+1)
+	_, err = os.Stat(filepath.Join(dir, "plots", "summary.png"))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "plots", "val_success.png"))
+	require.NoError(t, err)
+}
+
+func readJSONLines[T any](t *testing.T, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var x T
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &x), path)
+		out = append(out, x)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
