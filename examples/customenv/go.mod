@@ -1,0 +1,15 @@
+module example.com/ragen-examples/customenv
+
+go 1.26.0
+
+require (
+	gopkg.in/yaml.v3 v3.0.1
+	ragen v0.0.0
+)
+
+require (
+	github.com/ardanlabs/jinja v1.8.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
+)
+
+replace ragen => ../..
