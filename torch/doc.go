@@ -38,4 +38,16 @@
 // once at start-up; the shim re-applies it on every OS thread that calls in.
 // Grad mode is thread-local in libtorch: NoGrad pins the goroutine to its
 // thread while it runs.
+//
+// Callers need not lock their goroutines to OS threads. The calls that do
+// most of the arithmetic (the fused forward, backward, optimizer steps and
+// gradient clipping, head log-probs, sampling, matmuls and linear layers)
+// run on one OS thread the package owns (the torch thread), with the
+// caller's grad mode, so all of them share one OpenMP team: an ordinary
+// goroutine trains as fast as a locked one (every OS thread that opens an
+// OpenMP region gets its own team, and idle teams spin against the busy
+// one). The handoff costs a few microseconds and is paid only by those
+// calls; small ops run on the caller's thread. Concurrent callers are
+// served one at a time. SetTorchThread(false), or RAGEN_TORCH_THREAD=0 in
+// the environment, runs everything on the caller's thread.
 package torch

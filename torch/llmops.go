@@ -19,7 +19,9 @@ func (s *Scope) TokenLogProbs(logits, ids *Tensor, temperature float64, withEntr
 	if !s.ok(logits, ids) {
 		return nil, nil
 	}
-	a, b, err := csrc.TokenLogProbs(logits.handle(), ids.handle(), temperature, withEntropy, chunk)
+	var a, b csrc.Tensor
+	var err error
+	csrc.Heavy(func() { a, b, err = csrc.TokenLogProbs(logits.handle(), ids.handle(), temperature, withEntropy, chunk) })
 	if err != nil {
 		s.err = check(err)
 		return nil, nil
@@ -50,7 +52,10 @@ func (s *Scope) Sample(logits *Tensor, temperature float64, topK int, topP float
 			return nil, nil
 		}
 	}
-	return s.put2(csrc.Sample(logits.handle(), temperature, int64(topK), topP, gh))
+	var a, b csrc.Tensor
+	var err error
+	csrc.Heavy(func() { a, b, err = csrc.Sample(logits.handle(), temperature, int64(topK), topP, gh) })
+	return s.put2(a, b, err)
 }
 
 // SelectRowsInPlace replaces each tensor by its index_select(dim, idx),
@@ -88,7 +93,11 @@ func (s *Scope) HeadLogProbs(hidden, head, ids *Tensor, temperature float64, wit
 	if !s.ok(hidden, head, ids) {
 		return nil, nil
 	}
-	a, b, err := csrc.HeadLogProbs(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk)
+	var a, b csrc.Tensor
+	var err error
+	csrc.Heavy(func() {
+		a, b, err = csrc.HeadLogProbs(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk)
+	})
 	if err != nil {
 		s.err = check(err)
 		return nil, nil

@@ -15,9 +15,9 @@ import (
 	"runtime"
 	"strconv"
 
-	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/llmbench"
+	"ragen/torch"
 )
 
 type peer struct {

@@ -354,6 +354,11 @@ func Unary(op UnaryOp, a Tensor) (Tensor, error) {
 // Binary applies op to a and b, broadcasting (tt_binary).
 func Binary(op BinaryOp, a, b Tensor) (Tensor, error) {
 	var h C.tt_tensor
+	if op == OpMatMul || op == OpBMM {
+		var e C.tt_err
+		Heavy(func() { e = C.tt_binary(C.int(op), a.p, b.p, &h) })
+		return out1(e, h)
+	}
 	return out1(C.tt_binary(C.int(op), a.p, b.p, &h), h)
 }
 
@@ -390,7 +395,9 @@ func MaskedFill(a, mask Tensor, v float64) (Tensor, error) {
 // Linear is x @ w^T + b; b may be the NULL handle (tt_linear).
 func Linear(x, w, b Tensor) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_linear(x.p, w.p, b.p, &h), h)
+	var e C.tt_err
+	Heavy(func() { e = C.tt_linear(x.p, w.p, b.p, &h) })
+	return out1(e, h)
 }
 
 // Embedding looks ids up in the rows of weight (tt_embedding).
@@ -565,7 +572,9 @@ func SetRequiresGrad(t Tensor, on bool) error { return check(C.tt_set_requires_g
 
 // Backward runs autograd from t; grad may be NULL for a scalar t (tt_backward).
 func Backward(t, grad Tensor, retainGraph bool) error {
-	return check(C.tt_backward(t.p, grad.p, b2i(retainGraph)))
+	var e C.tt_err
+	Heavy(func() { e = C.tt_backward(t.p, grad.p, b2i(retainGraph)) })
+	return check(e)
 }
 
 // Grad returns a new reference to t's gradient, NULL when it has none (tt_grad).
@@ -595,8 +604,12 @@ func AdamWStep(params, m, v []Tensor, lr, beta1, beta2, eps, wd float64, step in
 	if len(m) != len(params) || len(v) != len(params) {
 		return &Error{Op: "adamw_step", Msg: "moment lists do not match the parameters"}
 	}
-	return check(C.tt_adamw_step(list(params), list(m), list(v), C.int(len(params)), C.double(lr),
-		C.double(beta1), C.double(beta2), C.double(eps), C.double(wd), C.int64_t(step)))
+	var e C.tt_err
+	Heavy(func() {
+		e = C.tt_adamw_step(list(params), list(m), list(v), C.int(len(params)), C.double(lr),
+			C.double(beta1), C.double(beta2), C.double(eps), C.double(wd), C.int64_t(step))
+	})
+	return check(e)
 }
 
 // SGDStep applies one SGD update to params in place; buf holds the momentum
@@ -605,14 +618,20 @@ func SGDStep(params, buf []Tensor, lr, momentum, wd float64) error {
 	if buf != nil && len(buf) != len(params) {
 		return &Error{Op: "sgd_step", Msg: "momentum buffers do not match the parameters"}
 	}
-	return check(C.tt_sgd_step(list(params), list(buf), C.int(len(params)), C.double(lr), C.double(momentum), C.double(wd)))
+	var e C.tt_err
+	Heavy(func() {
+		e = C.tt_sgd_step(list(params), list(buf), C.int(len(params)), C.double(lr), C.double(momentum), C.double(wd))
+	})
+	return check(e)
 }
 
 // ClipGradNorm scales the gradients of params to a global L2 norm of at most
 // maxNorm and returns the norm before clipping (tt_clip_grad_norm).
 func ClipGradNorm(params []Tensor, maxNorm float64) (float64, error) {
 	var n C.double
-	if e := C.tt_clip_grad_norm(list(params), C.int(len(params)), C.double(maxNorm), &n); e != nil {
+	var e C.tt_err
+	Heavy(func() { e = C.tt_clip_grad_norm(list(params), C.int(len(params)), C.double(maxNorm), &n) })
+	if e != nil {
 		return 0, errOf(e)
 	}
 	return float64(n), nil

@@ -25,9 +25,12 @@ func LLMForward(w []Tensor, nLayers int, lora []Tensor, loraScale float64, nHead
 		return Tensor{}, &Error{Op: "llm_forward", Msg: fmt.Sprintf("%d KV caches for %d layers", len(kv), nLayers)}
 	}
 	var h C.tt_tensor
-	e := C.tt_llm_forward(list(w), C.int(nLayers), list(lora), C.double(loraScale), C.int(nHeads), C.int(nKV),
-		C.int(headDim), C.double(eps), ids.p, pos.p, cos.p, sin.p, kbias.p, list(kv), C.int64_t(cachePos),
-		b2i(lastOnly), b2i(noGrad), &h)
+	var e C.tt_err
+	Heavy(func() { // worker.go
+		e = C.tt_llm_forward(list(w), C.int(nLayers), list(lora), C.double(loraScale), C.int(nHeads), C.int(nKV),
+			C.int(headDim), C.double(eps), ids.p, pos.p, cos.p, sin.p, kbias.p, list(kv), C.int64_t(cachePos),
+			b2i(lastOnly), b2i(noGrad), &h)
+	})
 	return out1(e, h)
 }
 

@@ -819,6 +819,10 @@ int tt_get_num_threads(void) {
   return at::get_num_threads();
 }
 
+static thread_local int t_worker = 0;
+void tt_worker_mark(void) { t_worker = 1; }
+int tt_on_worker(void) { return t_worker; }
+
 int tt_cuda_available(void) { return at::hasCUDA() ? 1 : 0; }
 
 int tt_cuda_device_count(void) {

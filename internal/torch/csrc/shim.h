@@ -143,6 +143,10 @@ tt_err tt_clip_grad_norm(tt_tensor* params, int n, double max_norm, double* tota
 /* runtime */
 void tt_set_num_threads(int n);
 int tt_get_num_threads(void);
+/* the torch thread (worker.go): tt_worker_mark marks the calling OS thread as
+ * the one that runs heavy calls; tt_on_worker is 1 on it, else 0. */
+void tt_worker_mark(void);
+int tt_on_worker(void);
 int tt_cuda_available(void);
 int tt_cuda_device_count(void);
 const char* tt_version(void);

@@ -1,0 +1,105 @@
+package csrc
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// The torch thread.
+//
+// libgomp gives every OS thread that opens an OpenMP parallel region its own
+// team of worker threads. A goroutine that is not locked to its OS thread
+// moves between Ms across long cgo calls, so the heavy ops of one training
+// step open regions from several OS threads: several teams exist, and the
+// idle ones spin-wait against the active one on the same cores. Callers that
+// lock their goroutine (runtime.LockOSThread) do not pay this; library
+// callers should not have to know.
+//
+// So the calls that do most of the arithmetic (the fused forward, backward,
+// optimizer steps, head log-probs, sampling, matmuls; see Heavy's callers)
+// run on one OS thread the package owns: a goroutine locked to its thread
+// for the life of the process. The handoff costs two goroutine switches
+// (about 5-30 µs), paid only by calls that take milliseconds; small ops run
+// on the caller's thread as before, with no added cost.
+//
+// The caller's grad mode (thread-local in libtorch) is applied on the torch
+// thread for the call and restored after, so NoGrad and autograd recording
+// behave as if the call ran on the caller's thread. A Heavy call made from
+// the torch thread itself (nested) runs inline. Calls from several
+// goroutines are served one at a time, which on CPU is what the shared
+// OpenMP team would do anyway. RAGEN_TORCH_THREAD=0 in the environment (or
+// SetTorchThread(false)) runs everything on the caller's thread.
+
+type job struct {
+	f     func()
+	grad  C.int
+	panic any
+	done  chan struct{}
+}
+
+var (
+	workerOn   atomic.Bool
+	workerOnce sync.Once
+	jobs       chan *job
+	jobPool    = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+)
+
+func init() { workerOn.Store(os.Getenv("RAGEN_TORCH_THREAD") != "0") }
+
+// SetTorchThread turns the torch thread on or off and returns the previous
+// setting. Off, Heavy runs f on the caller's thread.
+func SetTorchThread(on bool) bool { return workerOn.Swap(on) }
+
+// TorchThread reports whether heavy calls run on the torch thread.
+func TorchThread() bool { return workerOn.Load() }
+
+// OnTorchThread reports whether the caller runs on the torch thread.
+func OnTorchThread() bool { return C.tt_on_worker() != 0 }
+
+func startWorker() {
+	jobs = make(chan *job)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread serves for the life of the process
+		C.tt_worker_mark()
+		for j := range jobs {
+			runJob(j)
+			j.done <- struct{}{}
+		}
+	}()
+}
+
+func runJob(j *job) {
+	prev := C.tt_set_grad_enabled(j.grad)
+	defer func() {
+		C.tt_set_grad_enabled(prev)
+		j.panic = recover()
+	}()
+	j.f()
+}
+
+// Heavy runs f on the torch thread with the caller's grad mode and waits
+// for it; inline when the torch thread is off or the caller is on it.
+func Heavy(f func()) {
+	if !workerOn.Load() || C.tt_on_worker() != 0 {
+		f()
+		return
+	}
+	workerOnce.Do(startWorker)
+	j := jobPool.Get().(*job)
+	j.f, j.grad, j.panic = f, C.tt_grad_enabled(), nil
+	jobs <- j
+	<-j.done
+	p := j.panic
+	j.f, j.panic = nil, nil
+	jobPool.Put(j)
+	if p != nil {
+		panic(p)
+	}
+}

@@ -1,0 +1,87 @@
+package torch_test
+
+import (
+	"sync"
+	"testing"
+
+	"ragen/torch"
+)
+
+// Heavy calls (matmul, backward) run on the torch thread with the caller's
+// grad mode: recorded outside NoGrad, not recorded inside it, whether the
+// torch thread is on or off.
+func TestTorchThreadGradMode(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		prev := torch.SetTorchThread(on)
+		s := torch.NewScope()
+		w := s.Own(torch.From([]float32{1, 2, 3, 4}, 2, 2))
+		if err := w.SetRequiresGrad(true); err != nil {
+			t.Fatal(err)
+		}
+		x := s.Own(torch.From([]float32{1, 1, 1, 1}, 2, 2))
+		y := s.MatMul(x, w)
+		var inside *torch.Tensor
+		if err := torch.NoGrad(func() error { inside = s.MatMul(x, w); return s.Err() }); err != nil {
+			t.Fatal(err)
+		}
+		if !y.RequiresGrad() || inside.RequiresGrad() {
+			t.Fatalf("torch thread %v: requires grad outside NoGrad %v (want true), inside %v (want false)",
+				on, y.RequiresGrad(), inside.RequiresGrad())
+		}
+		if !torch.GradEnabled() {
+			t.Fatalf("torch thread %v: grad mode left off after NoGrad", on)
+		}
+		if err := s.Sum(y, false).Backward(nil); err != nil {
+			t.Fatal(err)
+		}
+		g, err := w.Grad()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gv := s.Float32s(s.Own(g, nil))
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		// d sum(x w) / dw = x^T 1 = 2 everywhere
+		for i, v := range gv {
+			if v != 2 {
+				t.Fatalf("torch thread %v: grad[%d] = %v, want 2", on, i, v)
+			}
+		}
+		s.Close()
+		torch.SetTorchThread(prev)
+	}
+}
+
+// Many goroutines issuing heavy calls at once each get their own result.
+func TestTorchThreadConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := torch.NewScope()
+			defer s.Close()
+			a := s.Own(torch.From([]float32{float32(g), 0, 0, float32(g)}, 2, 2))
+			for range 50 {
+				v := s.Float32s(s.MatMul(a, a))
+				if s.Err() == nil && v[0] != float32(g*g) {
+					errs <- s.Err()
+					t.Errorf("goroutine %d: got %v, want %d", g, v[0], g*g)
+					return
+				}
+			}
+			if err := s.Err(); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
