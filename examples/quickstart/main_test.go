@@ -17,7 +17,7 @@ func TestQuickstart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(out.String())
-	if !strings.Contains(out.String(), "stopped: finished at step 1") || strings.Count(out.String(), "step ") != 1 {
+	if !strings.Contains(out.String(), "stopped: finished at step 1") || strings.Count("\n"+out.String(), "\nstep ") != 1 {
 		t.Fatalf("unexpected output:\n%s", out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
