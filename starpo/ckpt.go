@@ -1,7 +1,9 @@
 package starpo
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +25,14 @@ import (
 //	global_step_N/actor/optim.safetensors   AdamW moments (exp_avg.<i>, exp_avg_sq.<i>)
 //	global_step_N/critic/...                the same for the critic
 //	global_step_N/trainer_state.json        step, counters, scheduler, early-stop and extra state
+//	global_step_N/checksums.sha256          SHA-256 of every file above (sha256sum -c format)
 //	latest_checkpointed_iteration.txt       N of the newest complete checkpoint
+//
+// Resuming checks every file against checksums.sha256 before loading
+// anything. A corrupt checkpoint is an error naming the file; with
+// resume_mode=auto the trainer then falls back to the newest intact older
+// checkpoint and says so (Logger's Warn when it has one, else stderr).
+// Checkpoints written before checksums existed load unchecked.
 //
 // A step folder is written under a temporary name and renamed when complete,
 // and the tracker file is replaced by rename, so a run killed at any moment
@@ -34,6 +43,7 @@ const (
 	stepDirPrefix  = "global_step_"
 	modelFile      = "model.safetensors"
 	optimFile      = "optim.safetensors"
+	ChecksumFile   = "checksums.sha256"
 	checkpointVers = 1
 )
 
@@ -86,12 +96,13 @@ func (t *Trainer) SaveCheckpoint() error {
 }
 
 func (t *Trainer) writeCheckpoint(dir string) error {
-	if err := writeModel(filepath.Join(dir, "actor"), t.deps.Actor.Trainable(), t.actorOpt); err != nil {
+	sums := map[string]string{}
+	if err := writeModel(dir, "actor", t.deps.Actor.Trainable(), t.actorOpt, sums); err != nil {
 		return err
 	}
 	cs := checkpointState{Version: checkpointVers, State: t.st, ActorOptim: t.actorOpt.StepCount()}
 	if t.deps.Critic != nil {
-		if err := writeModel(filepath.Join(dir, "critic"), t.deps.Critic.Trainable(), t.criticOpt); err != nil {
+		if err := writeModel(dir, "critic", t.deps.Critic.Trainable(), t.criticOpt, sums); err != nil {
 			return err
 		}
 		cs.CriticOptim = t.criticOpt.StepCount()
@@ -110,27 +121,130 @@ func (t *Trainer) writeCheckpoint(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSync(filepath.Join(dir, StateFile), data)
+	if err := writeFileSync(filepath.Join(dir, StateFile), data); err != nil {
+		return err
+	}
+	sums[StateFile] = hexSum(data)
+	return writeChecksums(dir, sums)
 }
 
-func writeModel(dir string, params []*torch.Tensor, opt *torch.AdamW) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeModel writes dir/sub/{model,optim}.safetensors, refusing non-finite
+// values (a NaN or Inf weight would poison every run resumed from it), and
+// records each file's SHA-256 in sums under "sub/name".
+func writeModel(dir, sub string, params []*torch.Tensor, opt *torch.AdamW, sums map[string]string) error {
+	if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 		return err
 	}
 	named := make([]NamedTensor, len(params))
 	for i, p := range params {
 		named[i] = NamedTensor{Name: fmt.Sprintf("param.%d", i), T: p}
 	}
-	if err := WriteSafetensors(filepath.Join(dir, modelFile), named); err != nil {
-		return err
+	sum, err := writeSafetensors(filepath.Join(dir, sub, modelFile), named, true)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sub, err)
 	}
+	sums[sub+"/"+modelFile] = sum
 	m, v, _ := opt.State()
 	var moments []NamedTensor
 	for i := range m {
 		moments = append(moments, NamedTensor{Name: fmt.Sprintf("exp_avg.%d", i), T: m[i]},
 			NamedTensor{Name: fmt.Sprintf("exp_avg_sq.%d", i), T: v[i]})
 	}
-	return WriteSafetensors(filepath.Join(dir, optimFile), moments)
+	sum, err = writeSafetensors(filepath.Join(dir, sub, optimFile), moments, true)
+	if err != nil {
+		return fmt.Errorf("%s optimizer: %w", sub, err)
+	}
+	sums[sub+"/"+optimFile] = sum
+	return nil
+}
+
+func hexSum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// writeChecksums writes dir/checksums.sha256 in sha256sum's format, files
+// sorted by name.
+func writeChecksums(dir string, sums map[string]string) error {
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s  %s\n", sums[n], n)
+	}
+	return writeFileSync(filepath.Join(dir, ChecksumFile), []byte(b.String()))
+}
+
+// CorruptCheckpointError says a checkpoint file is missing or does not
+// match its recorded checksum.
+type CorruptCheckpointError struct {
+	Dir, File, Reason string
+}
+
+func (e *CorruptCheckpointError) Error() string {
+	return fmt.Sprintf("checkpoint %s is corrupt: %s %s", e.Dir, e.File, e.Reason)
+}
+
+// VerifyCheckpoint checks every file of a global_step_N folder against its
+// checksums.sha256. A critic folder that max_critic_ckpt_to_keep pruned is
+// not an error (loading a critic from it is). A folder without
+// checksums.sha256 (written before checksums existed) passes if its
+// trainer_state.json is there.
+func VerifyCheckpoint(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, ChecksumFile))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, StateFile)); err != nil {
+			return &CorruptCheckpointError{Dir: dir, File: StateFile, Reason: "is missing"}
+		}
+		return nil
+	}
+	if err != nil {
+		return &CorruptCheckpointError{Dir: dir, File: ChecksumFile, Reason: "is unreadable: " + err.Error()}
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	seenState := false
+	for i, line := range lines {
+		want, name, ok := strings.Cut(line, "  ")
+		if !ok || len(want) != 64 || name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
+			return &CorruptCheckpointError{Dir: dir, File: ChecksumFile, Reason: fmt.Sprintf("line %d is malformed", i+1)}
+		}
+		seenState = seenState || name == StateFile
+		if sub, _, found := strings.Cut(name, "/"); found && sub == "critic" {
+			if _, err := os.Stat(filepath.Join(dir, sub)); errors.Is(err, os.ErrNotExist) {
+				continue // pruned by max_critic_ckpt_to_keep
+			}
+		}
+		got, err := fileSum(filepath.Join(dir, filepath.FromSlash(name)))
+		if errors.Is(err, os.ErrNotExist) {
+			return &CorruptCheckpointError{Dir: dir, File: name, Reason: "is missing"}
+		}
+		if err != nil {
+			return &CorruptCheckpointError{Dir: dir, File: name, Reason: "is unreadable: " + err.Error()}
+		}
+		if got != want {
+			return &CorruptCheckpointError{Dir: dir, File: name, Reason: "does not match its checksum (changed or truncated after it was written)"}
+		}
+	}
+	if !seenState {
+		return &CorruptCheckpointError{Dir: dir, File: ChecksumFile, Reason: "does not list " + StateFile}
+	}
+	return nil
+}
+
+func fileSum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // prune removes the oldest step folders beyond max_actor_ckpt_to_keep (nil
@@ -205,9 +319,56 @@ func (t *Trainer) resume() error {
 		if err != nil {
 			return fmt.Errorf("starpo: resume: %s holds %q, not a step number", TrackerFile, strings.TrimSpace(string(b)))
 		}
-		dir = t.StepDir(n)
+		return t.resumeAuto(n)
+	}
+	if err := VerifyCheckpoint(dir); err != nil {
+		return fmt.Errorf("starpo: resume: %w", err)
 	}
 	return t.LoadCheckpoint(dir)
+}
+
+// Warner is an optional Logger method: the trainer reports conditions a
+// user should know about (such as a resume falling back past a corrupt
+// checkpoint) through it, or on stderr when the logger has none.
+type Warner interface {
+	Warn(msg string)
+}
+
+func (t *Trainer) warn(msg string) {
+	if w, ok := t.deps.Logger.(Warner); ok {
+		w.Warn(msg)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "starpo: warning:", msg)
+}
+
+// resumeAuto loads the checkpoint of step n, or when it is corrupt the
+// newest intact older one, warning about each one skipped.
+func (t *Trainer) resumeAuto(n int) error {
+	steps, err := listSteps(t.cfg.Trainer.DefaultLocalDir)
+	if err != nil {
+		return fmt.Errorf("starpo: resume: %w", err)
+	}
+	candidates := []int{n}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i] < n {
+			candidates = append(candidates, steps[i])
+		}
+	}
+	var skipped []error
+	for _, s := range candidates {
+		dir := t.StepDir(s)
+		err := VerifyCheckpoint(dir)
+		if err == nil {
+			if len(skipped) > 0 {
+				t.warn(fmt.Sprintf("resuming from %s, the newest intact checkpoint, instead of step %d (%v)", dir, n, errors.Join(skipped...)))
+			}
+			return t.LoadCheckpoint(dir)
+		}
+		skipped = append(skipped, err)
+	}
+	return fmt.Errorf("starpo: resume: no intact checkpoint in %s (set trainer.resume_mode=disable to start over): %w",
+		t.cfg.Trainer.DefaultLocalDir, errors.Join(skipped...))
 }
 
 // LoadCheckpoint restores the trainer, models and optimizers from a
@@ -375,17 +536,29 @@ type safeHeader struct {
 // little-endian header length, JSON header, raw little-endian data), in
 // the given order.
 func WriteSafetensors(path string, ts []NamedTensor) error {
+	_, err := writeSafetensors(path, ts, false)
+	return err
+}
+
+// writeSafetensors is WriteSafetensors returning the file's SHA-256, and
+// with finite set refusing NaN or infinite floating-point values.
+func writeSafetensors(path string, ts []NamedTensor, finite bool) (string, error) {
 	header := map[string]any{}
 	var blobs [][]byte
 	off := int64(0)
 	for _, nt := range ts {
 		code, ok := safeDTypes[nt.T.DType()]
 		if !ok {
-			return fmt.Errorf("safetensors: %s: unsupported dtype %v", nt.Name, nt.T.DType())
+			return "", fmt.Errorf("safetensors: %s: unsupported dtype %v", nt.Name, nt.T.DType())
 		}
 		b, err := torch.Bytes(nt.T, nt.T.DType())
 		if err != nil {
-			return fmt.Errorf("safetensors: %s: %w", nt.Name, err)
+			return "", fmt.Errorf("safetensors: %s: %w", nt.Name, err)
+		}
+		if finite {
+			if i := firstNonFinite(b, nt.T.DType()); i >= 0 {
+				return "", fmt.Errorf("refusing to save %s: element %d is not finite (NaN or Inf; check optim.lr and the loss)", nt.Name, i)
+			}
 		}
 		header[nt.Name] = safeHeader{DType: code, Shape: nt.T.Shape(), Offsets: [2]int64{off, off + int64(len(b))}}
 		off += int64(len(b))
@@ -393,26 +566,28 @@ func WriteSafetensors(path string, ts []NamedTensor) error {
 	}
 	hj, err := json.Marshal(header)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for len(hj)%8 != 0 {
 		hj = append(hj, ' ')
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return "", err
 	}
+	h := sha256.New()
+	w := io.MultiWriter(f, h)
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(len(hj)))
 	werr := func() error {
-		if _, err := f.Write(n[:]); err != nil {
+		if _, err := w.Write(n[:]); err != nil {
 			return err
 		}
-		if _, err := f.Write(hj); err != nil {
+		if _, err := w.Write(hj); err != nil {
 			return err
 		}
 		for _, b := range blobs {
-			if _, err := f.Write(b); err != nil {
+			if _, err := w.Write(b); err != nil {
 				return err
 			}
 		}
@@ -421,7 +596,36 @@ func WriteSafetensors(path string, ts []NamedTensor) error {
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
-	return werr
+	if werr != nil {
+		return "", werr
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// firstNonFinite is the index of the first NaN or infinite element of
+// little-endian data of a floating-point dtype, or -1.
+func firstNonFinite(b []byte, dt torch.DType) int {
+	switch dt {
+	case torch.Float32:
+		for i := 0; i+4 <= len(b); i += 4 {
+			if binary.LittleEndian.Uint32(b[i:])&0x7f800000 == 0x7f800000 {
+				return i / 4
+			}
+		}
+	case torch.Float64:
+		for i := 0; i+8 <= len(b); i += 8 {
+			if binary.LittleEndian.Uint64(b[i:])&0x7ff0000000000000 == 0x7ff0000000000000 {
+				return i / 8
+			}
+		}
+	case torch.BFloat16:
+		for i := 0; i+2 <= len(b); i += 2 {
+			if binary.LittleEndian.Uint16(b[i:])&0x7f80 == 0x7f80 {
+				return i / 2
+			}
+		}
+	}
+	return -1
 }
 
 // ReadSafetensors reads every tensor of a safetensors file, checking the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 
 	"ragen/starpo/algo"
@@ -242,7 +243,9 @@ func defaultOptim(lr float64) OptimConfig {
 // DefaultConfig returns RAGEN's config/base.yaml values (veRL's defaults
 // where base.yaml is silent).
 func DefaultConfig() Config {
-	one := 1
+	// Two variables: the decoder writes through these pointers, so a
+	// shared one would make the last of the two keys decoded set both.
+	keepActor, keepCritic := 1, 1
 	return Config{
 		ModelPath:        "Qwen/Qwen2.5-3B-Instruct",
 		UpstreamFrozenLR: true,
@@ -270,7 +273,7 @@ func DefaultConfig() Config {
 		Trainer: TrainerConfig{
 			ProjectName: "ragen", ExperimentName: "test", TotalTrainingSteps: 200,
 			SaveFreq: 100, TestFreq: 10, ValidationSteps: 1, ValBeforeTrain: true,
-			NGPUsPerNode: 1, NNodes: 1, MaxActorCkptToKeep: &one, MaxCriticCkptToKeep: &one,
+			NGPUsPerNode: 1, NNodes: 1, MaxActorCkptToKeep: &keepActor, MaxCriticCkptToKeep: &keepCritic,
 			BalanceBatch: true, ResumeMode: ResumeAuto,
 			DefaultLocalDir:       "checkpoints/ragen/test",
 			GradientAnalysisEvery: 50,
@@ -494,6 +497,7 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("agent_proxy.context_window_mode=%q is not one of full, single_turn, limited_multi_turn", c.AgentProxy.ContextWindowMode))
 	}
+	errs = append(errs, nonFinite("", reflect.ValueOf(c))...)
 	if c.PeakFLOPs < 0 || math.IsNaN(c.PeakFLOPs) {
 		errs = append(errs, fmt.Errorf("ragen_peak_flops=%g must be >= 0", c.PeakFLOPs))
 	}
