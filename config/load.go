@@ -22,6 +22,7 @@ var embedded embed.FS
 func Embedded() fs.FS { return embedded }
 
 type options struct {
+	errs   []error // from options (e.g. a --config-path that is not a folder)
 	search []fs.FS
 	getenv func(string) (string, bool)
 }
@@ -33,7 +34,14 @@ type Option func(*options)
 // upstream's Hydra CLI), falling back to the embedded files, so a user directory may hold
 // only its own experiment files that list `base` in their defaults.
 func WithConfigPath(dir string) Option {
-	return func(o *options) { o.search = append([]fs.FS{os.DirFS(dir)}, o.search...) }
+	return func(o *options) {
+		if st, err := os.Stat(dir); err != nil {
+			o.errs = append(o.errs, fmt.Errorf("config: --config-path %s: %w", dir, err))
+		} else if !st.IsDir() {
+			o.errs = append(o.errs, fmt.Errorf("config: --config-path %s is not a folder", dir))
+		}
+		o.search = append([]fs.FS{os.DirFS(dir)}, o.search...)
+	}
 }
 
 // WithFS replaces the search path by the given file systems (searched in order).
@@ -54,6 +62,9 @@ func Load(name string, overrides []string, opts ...Option) (*Tree, error) {
 	o := options{search: []fs.FS{embedded}, getenv: os.LookupEnv}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if len(o.errs) > 0 {
+		return nil, errors.Join(o.errs...)
 	}
 	name = strings.TrimSuffix(name, ".yaml")
 	if name == "" {

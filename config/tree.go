@@ -295,7 +295,7 @@ func (t *Tree) Decode(path string, dst any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("config: decode %s: destination must be a non-nil pointer, got %T", path, dst)
 	}
-	if errs := checkFields(path, v, rv.Type().Elem(), 0); len(errs) > 0 {
+	if errs := append(checkFields(path, v, rv.Type().Elem(), 0), checkScalars(path, v, rv.Type().Elem(), 0)...); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	node := toNode(v)
@@ -429,6 +429,11 @@ func (t *Tree) DecodeLoose(path string, dst any) error {
 		var err error
 		if v, err = t.get(path); err != nil {
 			return err
+		}
+	}
+	if rv := reflect.ValueOf(dst); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		if errs := checkScalars(path, v, rv.Type().Elem(), 0); len(errs) > 0 {
+			return errors.Join(errs...)
 		}
 	}
 	if err := toNode(v).Decode(dst); err != nil {

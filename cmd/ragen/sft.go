@@ -36,6 +36,9 @@ func sftConfig(t *config.Tree) (sft.Config, ragen.Config, error) {
 	if err := r.err(); err != nil {
 		return c, rc, err
 	}
+	if groups < 1 || size < 1 {
+		return c, rc, fmt.Errorf("config: sft.env_groups=%d and sft.group_size=%d must be >= 1", groups, size)
+	}
 	if groups != rc.ESManager.Train.EnvGroups {
 		// scale every tag's n_groups to the new total, keeping the mix
 		old := rc.ESManager.Train.EnvGroups
