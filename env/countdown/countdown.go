@@ -43,9 +43,10 @@ func (c Config) Validate() error {
 
 // Env is the Countdown environment: one answer per episode.
 type Env struct {
-	cfg   Config
-	tasks []Task
-	task  Task
+	cfg      Config
+	tasks    []Task
+	task     Task
+	feedback string // the last step's observation ("" after a reset)
 }
 
 var _ env.BaseEnv = (*Env)(nil)
@@ -122,6 +123,7 @@ func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error)
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	e.feedback = ""
 	if e.cfg.Generate {
 		t, err := GenerateTask(pyrand.NewRandom(seed))
 		if err != nil {
@@ -145,8 +147,9 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 		return env.StepResult{}, err
 	}
 	r, isInt := Score(a.Text, e.task)
+	e.feedback = "Your answer get " + pyNumber(r, isInt) + " points."
 	return env.StepResult{
-		Observation: "Your answer get " + pyNumber(r, isInt) + " points.",
+		Observation: e.feedback,
 		Reward:      r,
 		RewardIsInt: isInt,
 		Done:        true,
@@ -165,8 +168,13 @@ func pyNumber(r float64, isInt bool) string {
 	return env.PyFloatRepr(r)
 }
 
-// Render is "Target: {target}, nums: [a, b, c]".
+// Render is "Target: {target}, nums: [a, b, c]" after a reset and the
+// step's feedback ("Your answer get 1 points.") after a step, as upstream's
+// render returns the last observation.
 func (e *Env) Render() string {
+	if e.feedback != "" {
+		return e.feedback
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Target: %d, nums: [", e.task.Target)
 	for i, n := range e.task.Nums {

@@ -115,7 +115,7 @@ func TestStep(t *testing.T) {
 		assert.True(t, res.Done)
 		assert.Equal(t, tc.obs, res.Observation)
 		assert.Equal(t, env.Info{"action_is_effective": tc.eff, "action_is_valid": true, "success": tc.success}, res.Info)
-		assert.Equal(t, "Target: 10, nums: [3, 5, 2]", e.Render())
+		assert.Equal(t, tc.obs, e.Render(), "render after a step is the step's feedback, as upstream")
 	}
 }
 

@@ -317,13 +317,12 @@ func (e *Env) canMove(a int) bool {
 	return moved
 }
 
-// actionMask is 1 for each direction 0..3 that would change the board.
-func (e *Env) actionMask() []int {
-	m := make([]int, 4)
+// actionMask is true for each direction 0..3 that would change the board
+// (upstream's list of Python bools).
+func (e *Env) actionMask() []bool {
+	m := make([]bool, 4)
 	for a := 0; a < 4; a++ {
-		if e.canMove(a) {
-			m[a] = 1
-		}
+		m[a] = e.canMove(a)
 	}
 	return m
 }

@@ -93,7 +93,7 @@ func TestStepTable(t *testing.T) {
 		score       int
 		raw         float64 // float(reward_merge) or -0.1
 		valid       bool
-		mask        []int
+		mask        []bool
 		maxTile     int // in info only on the terminal step (0: absent)
 		success     bool
 		golden      string
@@ -115,7 +115,7 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{2, 2, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 4}, {0, 0, 0, 4}},
 			action: Left, floats: []float64{0.95}, ints: []int{0},
 			want: want{reward: 0.23219280948873622, grid: [][]int{{4, 4, 0, 0}, {0, 0, 0, 0}, {4, 0, 0, 0}, {4, 0, 0, 0}},
-				score: 4, raw: 4, valid: true, mask: []int{1, 1, 1, 1}, golden: "after_left.golden"},
+				score: 4, raw: 4, valid: true, mask: []bool{true, true, true, true}, golden: "after_left.golden"},
 		},
 		{
 			name: "merge raw", logRew: false,
@@ -123,7 +123,7 @@ func TestStepTable(t *testing.T) {
 			action: Left, floats: []float64{0.95}, ints: []int{0},
 			// Upstream returns raw_reward = float(reward_merge): a float, printed "4.0".
 			want: want{reward: 4, grid: [][]int{{4, 4, 0, 0}, {0, 0, 0, 0}, {4, 0, 0, 0}, {4, 0, 0, 0}},
-				score: 4, raw: 4, valid: true, mask: []int{1, 1, 1, 1}, golden: "after_left.golden"},
+				score: 4, raw: 4, valid: true, mask: []bool{true, true, true, true}, golden: "after_left.golden"},
 		},
 		{
 			// Up does nothing: no spawn (nothing scripted), penalty erased by the log reward.
@@ -131,14 +131,14 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 			action: Up,
 			want: want{reward: 0.0, grid: [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
-				raw: -0.1, mask: []int{0, 1, 1, 0}, golden: "corner.golden"},
+				raw: -0.1, mask: []bool{false, true, true, false}, golden: "corner.golden"},
 		},
 		{
 			name: "invalid raw", logRew: false,
 			grid:   [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 			action: Left,
 			want: want{reward: -0.1, grid: [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
-				raw: -0.1, mask: []int{0, 1, 1, 0}, golden: "corner.golden"},
+				raw: -0.1, mask: []bool{false, true, true, false}, golden: "corner.golden"},
 		},
 		{
 			// Left slides row 3 [0,4,2,8] → [4,2,8,0]; the only empty cell gets a 2
@@ -147,7 +147,7 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{2, 4, 2, 4}, {4, 2, 4, 2}, {2, 4, 2, 4}, {0, 4, 2, 8}},
 			action: Left, floats: []float64{0.5}, ints: []int{0},
 			want: want{reward: 0.0, done: true, grid: [][]int{{2, 4, 2, 4}, {4, 2, 4, 2}, {2, 4, 2, 4}, {4, 2, 8, 2}},
-				score: 100, raw: 0, valid: true, mask: []int{0, 0, 0, 0}, maxTile: 8, golden: "stuck.golden"},
+				score: 100, raw: 0, valid: true, mask: []bool{false, false, false, false}, maxTile: 8, golden: "stuck.golden"},
 		},
 		{
 			// 1024+1024 → 2048; spawn empties[2] = (0,3) as a 2. Not terminal, so
@@ -156,7 +156,7 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{1024, 1024, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 			action: Left, floats: []float64{0.1}, ints: []int{2},
 			want: want{reward: 1.1000704269011246, grid: [][]int{{2048, 0, 0, 2}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
-				score: 2048, raw: 2048, valid: true, mask: []int{0, 1, 1, 1}},
+				score: 2048, raw: 2048, valid: true, mask: []bool{false, true, true, true}},
 		},
 		{
 			// Left merges 1024+1024 in row 3 → [2048,8,16,0]; the spawn fills (3,3)
@@ -166,7 +166,7 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{2, 4, 2, 4}, {4, 2, 4, 2}, {2, 4, 2, 4}, {1024, 1024, 8, 16}},
 			action: Left, floats: []float64{0.5}, ints: []int{0},
 			want: want{reward: 1.1000704269011246, done: true, grid: [][]int{{2, 4, 2, 4}, {4, 2, 4, 2}, {2, 4, 2, 4}, {2048, 8, 16, 2}},
-				score: 2048, raw: 2048, valid: true, mask: []int{0, 0, 0, 0}, maxTile: 2048, success: true},
+				score: 2048, raw: 2048, valid: true, mask: []bool{false, false, false, false}, maxTile: 2048, success: true},
 		},
 	}
 	for _, tc := range tests {

@@ -51,7 +51,7 @@ class G:
                 if mt>=2048: info["success"]=True
         fr=raw
         if s.log: fr=float(math.log2(raw+1.0))*0.1 if raw>0 else 0.0
-        info["grid"]=[r[:] for r in s.grid]; info["action_mask"]=[int(a in s.valid()) for a in range(4)]
+        info["grid"]=[r[:] for r in s.grid]; info["action_mask"]=[a in s.valid() for a in range(4)]
         info["score"]=s.score; info["raw_reward"]=raw
         return s.render(),fr,term,info
     def render(s):
