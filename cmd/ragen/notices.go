@@ -91,9 +91,6 @@ func featureNotices(t *config.Tree, w io.Writer) error {
 	if on("trainer.log_val_generations") {
 		lines = append(lines, "trainer.log_val_generations: use trainer.generations_to_log_to_wandb.val (validation generations go to <default_local_dir>/val_generations/<step>.jsonl)")
 	}
-	if on("trainer.rollout_data_dir") {
-		lines = append(lines, "trainer.rollout_data_dir: training rollouts are not dumped; trainer.validation_data_dir dumps validation rollouts")
-	}
 	// val_kwargs.n: n responses per validation prompt = n envs per
 	// validation initial state.
 	if t.Has("actor_rollout_ref.rollout.val_kwargs.n") {
