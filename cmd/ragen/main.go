@@ -31,6 +31,7 @@ usage:
   ragen demo  [--out DIR] [--quick]
   ragen view  FILE.jsonl [--max N]
   ragen serve-envs [--addr 127.0.0.1:8111] [--max-envs N] [--idle-timeout 10m]
+  ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND ...
   ragen version
 
 Overrides use upstream's Hydra syntax: a.b=1 (key must exist), +a.b=1 (new key),
@@ -68,6 +69,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdView(rest)
 	case "serve-envs":
 		return cmdServeEnvs(ctx, rest)
+	case "launch":
+		return cmdLaunch(ctx, rest)
 	case "version":
 		fmt.Println(version())
 		return nil
