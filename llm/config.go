@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 )
 
-// Config is a Hugging Face Qwen2 config.json. Unknown keys found when
+// Config is a Hugging Face config.json of a supported family (Families:
+// qwen2, llama, qwen3). Unknown keys found when
 // loading are kept in Extra and written back by Save.
 type Config struct {
 	Architectures         []string `json:"architectures,omitempty"`
@@ -36,6 +37,8 @@ type Config struct {
 	SlidingWindow         *int     `json:"sliding_window,omitempty"`
 	MaxWindowLayers       int      `json:"max_window_layers,omitempty"`
 	RopeScaling           any      `json:"rope_scaling"`
+	AttentionBias         bool     `json:"attention_bias,omitempty"` // llama, qwen3: only false is supported
+	MLPBias               bool     `json:"mlp_bias,omitempty"`       // llama: only false is supported
 	TransformersVersion   string   `json:"transformers_version,omitempty"`
 
 	// Extra holds config.json keys this struct does not name.
@@ -83,8 +86,9 @@ func (c Config) HeadDimension() int {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("llm: config: "+format, args...)) }
-	if c.ModelType != "" && c.ModelType != "qwen2" {
-		bad("model_type %q is not supported (valid: qwen2)", c.ModelType)
+	fam, err := familyOf(c)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if c.VocabSize < 1 {
 		bad("vocab_size must be >= 1, got %d", c.VocabSize)
@@ -127,8 +131,10 @@ func (c Config) Validate() error {
 	if c.UseSlidingWindow {
 		bad("use_sliding_window is not supported")
 	}
-	if c.RopeScaling != nil {
-		bad("rope_scaling is not supported (got %v)", c.RopeScaling)
+	if fam != nil {
+		for _, p := range fam.check(c) {
+			bad("%s", p)
+		}
 	}
 	if c.TorchDType != "" {
 		switch c.TorchDType {
@@ -149,7 +155,19 @@ func (c Config) Validate() error {
 // hidden 64, 4 heads over 2 KV heads (head dim 16), intermediate 128, tied
 // embeddings, float32.
 func TinyConfig(vocab int) Config {
-	c := baseConfig()
+	c, _ := TinyConfigFor("qwen2", vocab)
+	return c
+}
+
+// TinyConfigFor is TinyConfig for another family (Families): the same sizes,
+// with the family's defaults (qwen3: head_dim 32, set apart from
+// hidden/heads; llama: llama3 rope_scaling as Llama-3.2 has it, scaled down
+// to max_position_embeddings 1024).
+func TinyConfigFor(modelType string, vocab int) (Config, error) {
+	c, err := familyConfig(modelType)
+	if err != nil {
+		return Config{}, err
+	}
 	c.VocabSize = vocab
 	c.HiddenSize = 64
 	c.IntermediateSize = 128
@@ -159,26 +177,50 @@ func TinyConfig(vocab int) Config {
 	c.MaxPositionEmbeddings = 1024
 	c.TieWordEmbeddings = true
 	c.TorchDType = "float32"
-	return c
+	switch modelType {
+	case "qwen3":
+		c.HeadDim = 32
+	case "llama":
+		c.RopeTheta = 500000
+		c.RMSNormEps = 1e-5
+		c.RopeScaling = map[string]any{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+			"high_freq_factor": 4.0, "original_max_position_embeddings": 64.0}
+	}
+	return c, nil
 }
 
-// baseConfig holds Qwen2's defaults for everything but the sizes.
-func baseConfig() Config {
-	return Config{
-		Architectures:    []string{"Qwen2ForCausalLM"},
-		ModelType:        "qwen2",
-		RopeTheta:        1000000,
+// familyConfig holds a family's defaults for everything but the sizes.
+func familyConfig(modelType string) (Config, error) {
+	f, err := familyOf(Config{ModelType: modelType})
+	if err != nil {
+		return Config{}, err
+	}
+	c := Config{
+		Architectures:    []string{f.arch},
+		ModelType:        f.modelType,
 		RMSNormEps:       1e-6,
 		HiddenAct:        "silu",
 		InitializerRange: 0.02,
 		UseCache:         true,
 		TorchDType:       "float32",
 	}
+	f.defaults(&c)
+	return c, nil
 }
 
-// ParseConfig decodes config.json bytes; missing keys take Qwen2's defaults.
+// ParseConfig decodes config.json bytes; missing keys take the defaults of
+// the model_type's family (Qwen2's when model_type is missing).
 func ParseConfig(data []byte) (Config, error) {
-	c := baseConfig()
+	var probe struct {
+		ModelType string `json:"model_type"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return Config{}, fmt.Errorf("llm: config.json: %w", err)
+	}
+	c, err := familyConfig(probe.ModelType)
+	if probe.ModelType == "" || err != nil {
+		c, _ = familyConfig("qwen2") // an unknown model_type is reported by Validate
+	}
 	c.TorchDType = ""
 	c.MaxWindowLayers = 0
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -208,7 +250,7 @@ func ParseConfig(data []byte) (Config, error) {
 
 func configKeys() []string {
 	b, _ := json.Marshal(Config{BOSTokenID: new(int), PadTokenID: new(int), SlidingWindow: new(int), EOSTokenID: IDList{0, 1},
-		Architectures: []string{""}, HeadDim: 1, MaxWindowLayers: 1, TransformersVersion: "x"})
+		Architectures: []string{""}, HeadDim: 1, MaxWindowLayers: 1, TransformersVersion: "x", AttentionBias: true, MLPBias: true})
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
 	out := make([]string, 0, len(m))

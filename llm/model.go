@@ -28,24 +28,15 @@ type NamedParam struct {
 	T    *torch.Tensor
 }
 
-// layer indices into Model.layers[i].
-const (
-	wLn1 = iota
-	wQKV
-	bQKV
-	wO
-	wLn2
-	wGU
-	wDown
-)
-
-// Model is a Qwen2 causal language model. It is used by one goroutine at a
+// Model is a decoder-only causal language model of one of the supported
+// families (Families: qwen2, llama, qwen3). It is used by one goroutine at a
 // time; Clone gives another goroutine its own copy.
 type Model struct {
 	cfg    Config
 	opt    Options
+	fam    *family
 	embed  *torch.Tensor // (V,E)
-	layers [][7]*torch.Tensor
+	layers []layer
 	norm   *torch.Tensor // (E)
 	head   *torch.Tensor // (V,E); nil when tied to embed
 	named  []NamedParam  // HF-named views
@@ -58,37 +49,6 @@ type Model struct {
 
 func (m *Model) q() int  { return m.cfg.NumAttentionHeads * m.cfg.HeadDimension() }
 func (m *Model) kv() int { return m.cfg.NumKeyValueHeads * m.cfg.HeadDimension() }
-
-// shapes lists the HF parameters with their shapes, in the order HF's
-// state_dict has them.
-func (c Config) paramShapes() []NamedShape {
-	E, I, V := int64(c.HiddenSize), int64(c.IntermediateSize), int64(c.VocabSize)
-	D := int64(c.HeadDimension())
-	Q, K := int64(c.NumAttentionHeads)*D, int64(c.NumKeyValueHeads)*D
-	out := []NamedShape{{"model.embed_tokens.weight", []int64{V, E}}}
-	for i := 0; i < c.NumHiddenLayers; i++ {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		out = append(out,
-			NamedShape{p + "self_attn.q_proj.weight", []int64{Q, E}},
-			NamedShape{p + "self_attn.q_proj.bias", []int64{Q}},
-			NamedShape{p + "self_attn.k_proj.weight", []int64{K, E}},
-			NamedShape{p + "self_attn.k_proj.bias", []int64{K}},
-			NamedShape{p + "self_attn.v_proj.weight", []int64{K, E}},
-			NamedShape{p + "self_attn.v_proj.bias", []int64{K}},
-			NamedShape{p + "self_attn.o_proj.weight", []int64{E, Q}},
-			NamedShape{p + "mlp.gate_proj.weight", []int64{I, E}},
-			NamedShape{p + "mlp.up_proj.weight", []int64{I, E}},
-			NamedShape{p + "mlp.down_proj.weight", []int64{E, I}},
-			NamedShape{p + "input_layernorm.weight", []int64{E}},
-			NamedShape{p + "post_attention_layernorm.weight", []int64{E}},
-		)
-	}
-	out = append(out, NamedShape{"model.norm.weight", []int64{E}})
-	if !c.TieWordEmbeddings {
-		out = append(out, NamedShape{"lm_head.weight", []int64{V, E}})
-	}
-	return out
-}
 
 // NamedShape is a parameter name with its shape.
 type NamedShape struct {
@@ -125,10 +85,12 @@ func alloc(cfg Config, opt Options) (*Model, error) {
 	if opt.Device != torch.CPU && !torch.CUDAAvailable() {
 		return nil, fmt.Errorf("llm: device %s requested but this build has no usable CUDA (Options{Device: torch.CPU} for the CPU)", opt.Device)
 	}
-	m := &Model{cfg: cfg, opt: opt}
-	E, I, V := int64(cfg.HiddenSize), int64(cfg.IntermediateSize), int64(cfg.VocabSize)
-	Q, K := int64(m.q()), int64(m.kv())
-	var err error
+	fam, err := familyOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, opt: opt, fam: fam}
+	E, V := int64(cfg.HiddenSize), int64(cfg.VocabSize)
 	mk := func(v float64, shape ...int64) *torch.Tensor {
 		if err != nil {
 			return nil
@@ -139,14 +101,14 @@ func alloc(cfg Config, opt Options) (*Model, error) {
 	}
 	m.embed = mk(0, V, E)
 	for i := 0; i < cfg.NumHiddenLayers; i++ {
-		var l [7]*torch.Tensor
-		l[wLn1] = mk(1, E)
-		l[wQKV] = mk(0, Q+2*K, E)
-		l[bQKV] = mk(0, Q+2*K)
-		l[wO] = mk(0, E, Q)
-		l[wLn2] = mk(1, E)
-		l[wGU] = mk(0, 2*I, E)
-		l[wDown] = mk(0, E, I)
+		var l layer
+		for _, r := range fam.roles() {
+			v := 0.0
+			if r.isNorm() {
+				v = 1
+			}
+			l[r] = mk(v, r.shape(cfg)...)
+		}
 		m.layers = append(m.layers, l)
 	}
 	m.norm = mk(1, E)
@@ -197,16 +159,14 @@ func (m *Model) ensureRope(n int) error {
 	return nil
 }
 
-// buildRope fills the rotary tables for P positions: angle(p, j) = p / theta^(2j/D).
+// buildRope fills the rotary tables for P positions: angle(p, j) = p *
+// invFreq[j], invFreq from the family (1/theta^(2j/D), scaled for llama3).
 func (m *Model) buildRope(P int) error {
 	P = min(P, m.cfg.MaxPositionEmbeddings)
 	D := m.cfg.HeadDimension()
 	cs := make([]float32, P*D)
 	sn := make([]float32, P*D)
-	inv := make([]float64, D/2)
-	for j := range inv {
-		inv[j] = 1 / math.Pow(m.cfg.RopeTheta, float64(2*j)/float64(D))
-	}
+	inv := m.fam.invFreq(m.cfg)
 	for p := 0; p < P; p++ {
 		for j, f := range inv {
 			a := float64(p) * f
@@ -242,8 +202,6 @@ func upload[T torch.Elem](data []T, dev torch.Device, shape ...int64) (*torch.Te
 
 // makeViews creates the HF-named views (without autograd history).
 func (m *Model) makeViews() error {
-	Q, K := int64(m.q()), int64(m.kv())
-	I := int64(m.cfg.IntermediateSize)
 	s := torch.NewScope()
 	defer s.Close()
 	return torch.NoGrad(func() error {
@@ -253,25 +211,17 @@ func (m *Model) makeViews() error {
 			}
 		}
 		same := func(t *torch.Tensor) *torch.Tensor { return s.Narrow(t, 0, 0, t.Size(0)) }
-		add("model.embed_tokens.weight", same(m.embed))
+		add(nameEmbed, same(m.embed))
 		for i, l := range m.layers {
-			p := fmt.Sprintf("model.layers.%d.", i)
-			add(p+"self_attn.q_proj.weight", s.Narrow(l[wQKV], 0, 0, Q))
-			add(p+"self_attn.q_proj.bias", s.Narrow(l[bQKV], 0, 0, Q))
-			add(p+"self_attn.k_proj.weight", s.Narrow(l[wQKV], 0, Q, K))
-			add(p+"self_attn.k_proj.bias", s.Narrow(l[bQKV], 0, Q, K))
-			add(p+"self_attn.v_proj.weight", s.Narrow(l[wQKV], 0, Q+K, K))
-			add(p+"self_attn.v_proj.bias", s.Narrow(l[bQKV], 0, Q+K, K))
-			add(p+"self_attn.o_proj.weight", same(l[wO]))
-			add(p+"mlp.gate_proj.weight", s.Narrow(l[wGU], 0, 0, I))
-			add(p+"mlp.up_proj.weight", s.Narrow(l[wGU], 0, I, I))
-			add(p+"mlp.down_proj.weight", same(l[wDown]))
-			add(p+"input_layernorm.weight", same(l[wLn1]))
-			add(p+"post_attention_layernorm.weight", same(l[wLn2]))
+			for _, w := range m.fam.weights {
+				t := l[w.role]
+				n0, n := w.part.rows(m.cfg, t.Size(0))
+				add(fmt.Sprintf("model.layers.%d.%s", i, w.name), s.Narrow(t, 0, n0, n))
+			}
 		}
-		add("model.norm.weight", same(m.norm))
+		add(nameNorm, same(m.norm))
 		if m.head != nil {
-			add("lm_head.weight", same(m.head))
+			add(nameHead, same(m.head))
 		}
 		return s.Err()
 	})
@@ -333,7 +283,11 @@ func (m *Model) Params() []NamedParam { return append([]NamedParam(nil), m.named
 func (m *Model) base() []*torch.Tensor {
 	out := []*torch.Tensor{m.embed}
 	for _, l := range m.layers {
-		out = append(out, l[:]...)
+		for _, t := range l {
+			if t != nil {
+				out = append(out, t)
+			}
+		}
 	}
 	out = append(out, m.norm)
 	if m.head != nil {
@@ -450,7 +404,7 @@ func sameShape(a, b []int64) bool {
 
 // weights assembles the fused-forward argument.
 func (m *Model) weights(withHead bool) *fused.Weights {
-	w := &fused.Weights{Embed: m.embed, Layers: m.layers, Norm: m.norm}
+	w := &fused.Weights{Embed: m.embed, Layers: fusedLayers(m.layers), Norm: m.norm}
 	if withHead {
 		w.Head = m.head
 		if w.Head == nil {
@@ -481,7 +435,19 @@ func (m *Model) Hidden(s *torch.Scope, ids, positions, attn *torch.Tensor) *torc
 	return m.forward(s, ids, positions, attn, false)
 }
 
+// forward runs the Go forward (the family's file) when autograd records,
+// for training; without gradients (scoring, prefill) the fused C++ forward,
+// which skips autograd bookkeeping and uses the decode kernels. Both agree
+// to float32 rounding (TestFusedMatchesGo); BenchmarkForwardPaths compares
+// their speed.
 func (m *Model) forward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
+	if torch.GradEnabled() {
+		return m.goForward(s, ids, positions, attn, head)
+	}
+	return m.fusedForward(s, ids, positions, attn, head)
+}
+
+func (m *Model) fusedForward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
 	if ids != nil && ids.Valid() && ids.Dim() == 2 {
 		if err := m.ensureRope(int(ids.Size(1))); err != nil {
 			s.Fail(fmt.Errorf("llm: rotary table: %w", err))

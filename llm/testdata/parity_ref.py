@@ -110,22 +110,25 @@ class Qwen2:
         head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
         return x @ head.T
 
-    def greedy(self, prompt, n):
-        ids = list(prompt)
-        for _ in range(n):
-            t = torch.tensor([ids])
-            logits = self.forward(t, torch.arange(len(ids))[None], torch.ones_like(t))
-            ids.append(int(logits[0, -1].argmax()))
-        return ids[len(prompt):]
+
+def greedy(m, prompt, n):
+    """n greedy tokens after prompt, recomputing the whole sequence each step."""
+    ids = list(prompt)
+    for _ in range(n):
+        t = torch.tensor([ids])
+        logits = m.forward(t, torch.arange(len(ids))[None], torch.ones_like(t))
+        ids.append(int(logits[0, -1].argmax()))
+    return ids[len(prompt):]
 
 
-def main():
-    model_dir, out = sys.argv[1], sys.argv[2]
+def run(model_class, model_dir, inputs_path, out):
+    """Loads model_dir into model_class, runs the cases of inputs_path and
+    writes out.safetensors (logits per case) and out.json (greedy runs)."""
     torch.set_num_threads(1)
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
-    m = Qwen2(cfg, read_safetensors(os.path.join(model_dir, "model.safetensors")))
-    with open(os.path.join(os.path.dirname(model_dir.rstrip("/")), "parity_inputs.json")) as f:
+    m = model_class(cfg, read_safetensors(os.path.join(model_dir, "model.safetensors")))
+    with open(inputs_path) as f:
         inputs = json.load(f)
     logits = {}
     with torch.no_grad():
@@ -134,11 +137,17 @@ def main():
             pos = torch.tensor(case["positions"])
             attn = torch.tensor(case["attn"])
             logits["case%d" % i] = m.forward(ids, pos, attn)
-        greedy = [m.greedy(p, inputs["greedy_new"]) for p in inputs["greedy"]]
+        runs = [greedy(m, p, inputs["greedy_new"]) for p in inputs["greedy"]]
     write_safetensors(out + ".safetensors", logits)
     with open(out + ".json", "w") as f:
-        json.dump({"greedy": greedy, "torch": torch.__version__}, f)
+        json.dump({"greedy": runs, "torch": torch.__version__}, f)
         f.write("\n")
+
+
+def main():
+    model_dir = sys.argv[1]
+    inputs = os.path.join(os.path.dirname(model_dir.rstrip("/")), "parity_inputs.json")
+    run(Qwen2, model_dir, inputs, sys.argv[2])
 
 
 if __name__ == "__main__":

@@ -7,17 +7,22 @@ import "C"
 
 import "fmt"
 
-// Fused Qwen2 ops (shim_llm.cc), used by package llm through package torch.
+// Fused decoder ops (shim_llm.cc), used by package llm through package fused.
+
+// LLMRoles is the number of weight handles per layer of LLMForward
+// (shim.h's tt_llm_role: ln1, qkv, qkv bias, q norm, k norm, o, ln2,
+// gate_up, down).
+const LLMRoles = int(C.TT_LLM_ROLES)
 
 // LLMForward runs one whole forward pass (tt_llm_forward). w holds the embed,
-// then per layer (ln1, wqkv, bqkv, wo, ln2, wgu, wd), the final norm and the
-// LM head (NULL: return the normed hidden states): 7*nLayers+3 handles. lora
-// is nil or 14 handles per layer (NULL where off); kv is nil or 2 per layer,
-// written in place at cachePos.
+// then LLMRoles handles per layer (NULL for an absent optional role), the
+// final norm and the LM head (NULL: return the normed hidden states):
+// LLMRoles*nLayers+3 handles. lora is nil or 14 handles per layer (NULL where
+// off); kv is nil or 2 per layer, written in place at cachePos.
 func LLMForward(w []Tensor, nLayers int, lora []Tensor, loraScale float64, nHeads, nKV, headDim int, eps float64,
 	ids, pos, cos, sin, kbias Tensor, kv []Tensor, cachePos int64, lastOnly, noGrad bool) (Tensor, error) {
 	switch {
-	case len(w) != 7*nLayers+3:
+	case len(w) != LLMRoles*nLayers+3:
 		return Tensor{}, &Error{Op: "llm_forward", Msg: fmt.Sprintf("%d weights for %d layers", len(w), nLayers)}
 	case lora != nil && len(lora) != 14*nLayers:
 		return Tensor{}, &Error{Op: "llm_forward", Msg: fmt.Sprintf("%d LoRA tensors for %d layers", len(lora), nLayers)}

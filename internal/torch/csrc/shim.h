@@ -156,13 +156,22 @@ const char* tt_version(void);
 #endif
 #endif
 
-/* ---- llm: fused Qwen2 ops (shim_llm.cc; owned by package llm) ---- */
+/* ---- llm: fused decoder ops (shim_llm.cc; owned by package llm) ---- */
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* One whole forward pass. w: embed, then per layer (ln1, wqkv, bqkv, wo, ln2,
- * wgu, wd), then the final norm, then the LM head (NULL: return the normed
- * hidden states). lora: NULL or 14 per layer, (A,B) for q,k,v,o,gate,up,down,
+/* Roles of a decoder layer's weights: w holds TT_LLM_ROLES handles per layer
+ * in this order. QKV is q, k and v stacked on dim 0 ((H+2KV)*D, E), GATE_UP
+ * gate and up ((2I, E)); QKV_BIAS, Q_NORM and K_NORM (per-head RMSNorm of q
+ * and k before RoPE, weight (D)) may be NULL. */
+enum tt_llm_role {
+  TT_LLM_LN1, TT_LLM_QKV, TT_LLM_QKV_BIAS, TT_LLM_Q_NORM, TT_LLM_K_NORM, TT_LLM_O,
+  TT_LLM_LN2, TT_LLM_GATE_UP, TT_LLM_DOWN, TT_LLM_ROLES
+};
+/* One whole forward pass. w: embed, then TT_LLM_ROLES per layer, then the
+ * final norm, then the LM head (NULL: return the normed hidden states).
+ * cos_table, sin_table: (P, D) rotary tables built by the caller (any RoPE
+ * scaling is in them). lora: NULL or 14 per layer, (A,B) for q,k,v,o,gate,up,down,
  * NULL where off. kbias: (B, >= Lk) additive float key bias. kv: NULL or 2 per
  * layer (B,KV,Lmax,D) caches written in place at cache_pos. */
 tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, double lora_scale, int n_heads,

@@ -1,6 +1,11 @@
 //go:build !torchshared
 
-// shim_llm.cc - fused ops for the Qwen2-family model in package llm.
+// shim_llm.cc - fused ops for the decoder models of package llm.
+//
+// The forward knows weight roles (shim.h's tt_llm_role), not model families:
+// a family's Go file maps its Hugging Face names onto the roles, leaves the
+// optional ones (qkv bias, q/k norms) NULL when it has none, and supplies the
+// rotary tables, so RoPE variants and scaling live in Go.
 //
 // At the sizes ragen trains on a CPU, decoding is bound by per-op overhead,
 // not by FLOPs: one C call per whole forward pass (all decoder layers, KV
@@ -416,7 +421,10 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
                       tt_tensor sin_table, tt_tensor kbias, const tt_tensor* kv, int64_t cache_pos, int last_only,
                       int no_grad, tt_tensor* out) {
   LLM_TRY("llm_forward")
-  LLM_NEED(w && ids && pos && cos_table && sin_table && kbias, "missing input");
+  LLM_NEED(w && ids && pos && cos_table && sin_table && kbias && w[0] && w[1 + TT_LLM_ROLES * n_layers], "missing input");
+  for (int li = 0; li < n_layers; li++)
+    for (int r : {TT_LLM_LN1, TT_LLM_QKV, TT_LLM_O, TT_LLM_LN2, TT_LLM_GATE_UP, TT_LLM_DOWN})
+      LLM_NEED(w[1 + TT_LLM_ROLES * li + r], "a layer lacks a required weight (ln1, qkv, o, ln2, gate_up or down)");
   LLM_NEED(n_layers >= 0 && n_heads > 0 && n_kv > 0 && head_dim > 0 && n_heads % n_kv == 0, "bad shape config");
   // inference mode skips autograd and version-counter bookkeeping per op
   c10::optional<c10::InferenceMode> im;
@@ -454,14 +462,23 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
   const int64_t qw = H * D, kw = KV * D;
 
   for (int li = 0; li < n_layers; li++) {
-    const tt_tensor* lw = w + 1 + 7 * li;
-    const at::Tensor &ln1 = lw[0]->t, &wqkv = lw[1]->t, &bqkv = lw[2]->t, &wo = lw[3]->t, &ln2 = lw[4]->t,
-                     &wgu = lw[5]->t, &wd = lw[6]->t;
+    const tt_tensor* lw = w + 1 + TT_LLM_ROLES * li;
+    auto opt = [&](int role) { return lw[role] ? lw[role]->t : at::Tensor(); };
+    const at::Tensor &ln1 = lw[TT_LLM_LN1]->t, &wqkv = lw[TT_LLM_QKV]->t, &wo = lw[TT_LLM_O]->t,
+                     &ln2 = lw[TT_LLM_LN2]->t, &wgu = lw[TT_LLM_GATE_UP]->t, &wd = lw[TT_LLM_DOWN]->t;
+    const at::Tensor bqkv = opt(TT_LLM_QKV_BIAS), qnorm = opt(TT_LLM_Q_NORM), knorm = opt(TT_LLM_K_NORM);
     at::Tensor h = rms_norm_fast(x, ln1, eps);
     at::Tensor qkv = add_lora(dec_linear(h, wqkv, bqkv), h, lo, li, 0, {qw, kw, kw});
+    // q and k as (B,T,H+KV,D); per-head RMSNorm of q and k when the layer has one
+    at::Tensor qk = qkv.narrow(-1, 0, qw + kw).view({B, T, H + KV, D});
+    if (qnorm.defined() || knorm.defined()) {
+      at::Tensor qh = qk.narrow(2, 0, H), kh = qk.narrow(2, H, KV);
+      if (qnorm.defined()) qh = rms_norm_fast(qh, qnorm, eps);
+      if (knorm.defined()) kh = rms_norm_fast(kh, knorm, eps);
+      qk = at::cat({qh, kh}, 2);
+    }
     // rotary embedding of q and k in one pass: (B,H+KV,T,D)
-    at::Tensor qk = qkv.narrow(-1, 0, qw + kw).view({B, T, H + KV, D}).transpose(1, 2);
-    qk = rope(qk, cs, sn);
+    qk = rope(qk.transpose(1, 2), cs, sn);
     at::Tensor q = qk.narrow(1, 0, H);
     at::Tensor k = qk.narrow(1, H, KV);
     at::Tensor v = qkv.narrow(-1, qw + kw, kw).view({B, T, KV, D}).transpose(1, 2);
@@ -503,8 +520,8 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
     x = no_grad ? x.add_(d) : x.add(d);
   }
   if (last_only) x = x.narrow(1, T - 1, 1);
-  x = rms_norm_fast(x, w[1 + 7 * n_layers]->t, eps);
-  tt_tensor head = w[2 + 7 * n_layers];
+  x = rms_norm_fast(x, w[1 + TT_LLM_ROLES * n_layers]->t, eps);
+  tt_tensor head = w[2 + TT_LLM_ROLES * n_layers];
   if (head) x = dec_linear(x, head->t, at::Tensor());
   *out = wrap(std::move(x));
   LLM_CATCH

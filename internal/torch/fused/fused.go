@@ -1,7 +1,8 @@
-// Package fused holds the fused C++ forward of the Qwen2-family decoder
+// Package fused holds the fused C++ forward of a pre-norm decoder
 // (csrc/shim_llm.cc): the whole model in one C call over whole tensors. It
-// is package llm's fast path for prefill and decode; the layout of the
-// weights it takes is the one Weights documents.
+// is package llm's fast path for prefill and decode. It knows weight roles
+// (Layer), not model families: package llm's family files map Hugging Face
+// names onto the roles and build the rotary tables (RoPE scaling included).
 package fused
 
 import (
@@ -32,13 +33,31 @@ func put(s *torch.Scope, c csrc.Tensor, err error) *torch.Tensor {
 	return t
 }
 
-// Weights are the tensors of a Qwen2 model in the order the fused forward
-// expects.
+// Layer holds one decoder layer's weights by role. QKVBias, QNorm and KNorm
+// are optional (nil: the layer has none).
+type Layer struct {
+	Ln1     *torch.Tensor // (E) input RMSNorm
+	QKV     *torch.Tensor // (Q+2K,E): q, k, v projections stacked
+	QKVBias *torch.Tensor // (Q+2K) or nil
+	QNorm   *torch.Tensor // (D) per-head RMSNorm of q before RoPE, or nil
+	KNorm   *torch.Tensor // (D) per-head RMSNorm of k before RoPE, or nil
+	O       *torch.Tensor // (E,Q)
+	Ln2     *torch.Tensor // (E) post-attention RMSNorm
+	GateUp  *torch.Tensor // (2I,E): gate and up projections stacked
+	Down    *torch.Tensor // (E,I)
+}
+
+// roles lists l's tensors in shim.h's tt_llm_role order.
+func (l *Layer) roles() []*torch.Tensor {
+	return []*torch.Tensor{l.Ln1, l.QKV, l.QKVBias, l.QNorm, l.KNorm, l.O, l.Ln2, l.GateUp, l.Down}
+}
+
+// Weights are the tensors of a decoder.
 type Weights struct {
-	Embed  *torch.Tensor      // (V,E)
-	Layers [][7]*torch.Tensor // per layer: ln1 (E), wqkv (Q+2K,E), bqkv (Q+2K), wo (E,Q), ln2 (E), wgu (2I,E), wd (E,I)
-	Norm   *torch.Tensor      // (E)
-	Head   *torch.Tensor      // (V,E), or nil for hidden states
+	Embed  *torch.Tensor // (V,E)
+	Layers []Layer
+	Norm   *torch.Tensor // (E)
+	Head   *torch.Tensor // (V,E), or nil for hidden states
 	// LoRA, if non-nil, holds per layer the (A,B) pairs for q,k,v,o,gate,up,down (nil where off).
 	LoRA      [][14]*torch.Tensor
 	LoRAScale float64
@@ -64,25 +83,33 @@ type ForwardArgs struct {
 // Forward runs the whole model in one C call and returns logits (B,T,V)
 // ((B,1,V) with LastOnly), or final hidden states when w.Head is nil.
 func Forward(s *torch.Scope, w *Weights, sh Shape, a ForwardArgs) *torch.Tensor {
-	ws := make([]*torch.Tensor, 0, 3+7*len(w.Layers))
-	ws = append(ws, w.Embed)
-	for _, l := range w.Layers {
-		ws = append(ws, l[:]...)
-	}
-	ws = append(ws, w.Norm)
-	in := append(append([]*torch.Tensor{}, ws...), a.IDs, a.Pos, a.Cos, a.Sin, a.KeyBias)
-	in = append(in, a.KV...)
-	if w.Head != nil {
-		in = append(in, w.Head)
-	}
-	if !ok(s, in...) {
+	if len(w.Layers) > 0 && len(w.Layers[0].roles()) != csrc.LLMRoles {
+		s.Errorf("llm_forward", "fused.Layer has %d roles, the shim %d", len(w.Layers[0].roles()), csrc.LLMRoles)
 		return nil
 	}
-	hs := make([]csrc.Tensor, len(ws)+1)
-	for i, t := range ws {
-		hs[i] = h(t)
+	// required tensors are checked here (freed or missing -> ErrFreed);
+	// optional roles pass as NULL when nil
+	req := []*torch.Tensor{w.Embed, w.Norm, a.IDs, a.Pos, a.Cos, a.Sin, a.KeyBias}
+	hs := []csrc.Tensor{h(w.Embed)}
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		req = append(req, l.Ln1, l.QKV, l.O, l.Ln2, l.GateUp, l.Down)
+		for _, t := range l.roles() {
+			if t != nil && h(t).IsNil() {
+				bridge.Fail(s, torch.ErrFreed)
+				return nil
+			}
+			hs = append(hs, h(t))
+		}
 	}
-	hs[len(ws)] = h(w.Head) // nil head -> NULL
+	hs = append(hs, h(w.Norm), h(w.Head)) // nil head -> NULL
+	req = append(req, a.KV...)
+	if w.Head != nil {
+		req = append(req, w.Head)
+	}
+	if !ok(s, req...) {
+		return nil
+	}
 
 	var lora, kvs []csrc.Tensor // nil -> NULL
 	if w.LoRA != nil {
