@@ -87,17 +87,17 @@ func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
 func KeepFreedMemory(bytes int64) { csrc.LLMMallocTune(bytes) }
 
 // HeadLogProbs is TokenLogProbs computed from final hidden states
-// (B,T,E) and the LM head (V,E), with the logits materialised one time chunk
-// at a time.
+// (B,T,E) and the LM head (V,E) without ever holding the (B,T,V) logits: the
+// head, log-softmax and entropy run one time chunk of (B,chunk,V) at a time,
+// and with gradients they form one autograd node whose backward recomputes
+// each chunk's logits and applies the closed-form gradients (so training
+// keeps one float per token for the backward, not the logits and their
+// softmax). chunk < 1: all time steps at once.
 func (s *Scope) HeadLogProbs(hidden, head, ids *Tensor, temperature float64, withEntropy bool, chunk int64) (logp, entropy *Tensor) {
 	if !s.ok(hidden, head, ids) {
 		return nil, nil
 	}
-	var a, b csrc.Tensor
-	var err error
-	csrc.Heavy(func() {
-		a, b, err = csrc.HeadLogProbs(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk)
-	})
+	a, b, err := csrc.HeadLogProbsChunked(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk)
 	if err != nil {
 		s.err = check(err)
 		return nil, nil

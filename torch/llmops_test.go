@@ -120,3 +120,83 @@ func TestLLMHeadLogProbs(t *testing.T) {
 		}
 	}
 }
+
+// The chunked head node's gradients (recomputed per chunk, closed form)
+// equal autograd's through the explicit logits, for log-probs, entropies and
+// both, any chunk, a temperature, and non-uniform upstream gradients.
+func TestLLMHeadLogProbsGrad(t *testing.T) {
+	g, err := NewGenerator(5, CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	base := NewScope()
+	defer base.Close()
+	h0 := base.Randn(g, []int64{2, 6, 4}, Float32, CPU)
+	w0 := base.Randn(g, []int64{9, 4}, Float32, CPU)
+	c1 := base.Randn(g, []int64{2, 6}, Float32, CPU)
+	c2 := base.Randn(g, []int64{2, 6}, Float32, CPU)
+	ids := base.Own(From([]int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2}, 2, 6))
+	// grads returns d/dh and d/dw of sum(c1*logp) + sum(c2*entropy).
+	grads := func(chunked bool, useLP, useEnt bool, chunk int64) ([]float32, []float32) {
+		s := NewScope()
+		defer s.Close()
+		h, w := s.Clone(h0), s.Clone(w0)
+		if err := h.SetRequiresGrad(true); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.SetRequiresGrad(true); err != nil {
+			t.Fatal(err)
+		}
+		var lp, ent *Tensor
+		if chunked {
+			lp, ent = s.HeadLogProbs(h, w, ids, 0.7, useEnt, chunk)
+		} else {
+			lp, ent = s.TokenLogProbs(s.MatMul(h, s.Transpose(w, 0, 1)), ids, 0.7, useEnt, 0)
+		}
+		var loss *Tensor
+		if useLP {
+			loss = s.Sum(s.Mul(lp, c1), false)
+		}
+		if useEnt {
+			e := s.Sum(s.Mul(ent, c2), false)
+			if loss == nil {
+				loss = e
+			} else {
+				loss = s.Add(loss, e)
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := loss.Backward(nil); err != nil {
+			t.Fatal(err)
+		}
+		gh := s.Own(h.Grad())
+		gw := s.Own(w.Grad())
+		a, b := s.Float32s(gh), s.Float32s(gw)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	}
+	for _, mode := range []struct{ lp, ent bool }{{true, false}, {false, true}, {true, true}} {
+		wh, ww := grads(false, mode.lp, mode.ent, 0)
+		for _, chunk := range []int64{1, 2, 4, 0} {
+			gh, gw := grads(true, mode.lp, mode.ent, chunk)
+			for i := range wh {
+				if math.Abs(float64(wh[i]-gh[i])) > 1e-4 {
+					t.Fatalf("logp %v entropy %v chunk %d: dh[%d] %v, autograd %v", mode.lp, mode.ent, chunk, i, gh[i], wh[i])
+				}
+			}
+			for i := range ww {
+				if math.Abs(float64(ww[i]-gw[i])) > 1e-4 {
+					t.Fatalf("logp %v entropy %v chunk %d: dw[%d] %v, autograd %v", mode.lp, mode.ent, chunk, i, gw[i], ww[i])
+				}
+			}
+		}
+	}
+	if err := base.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -147,6 +147,14 @@ int tt_get_num_threads(void);
  * the one that runs heavy calls; tt_on_worker is 1 on it, else 0. */
 void tt_worker_mark(void);
 int tt_on_worker(void);
+/* Per-token log-probs of ids under softmax(hidden @ head^T / temperature)
+ * (logp[b,t] uses position t-1; 0 at t = 0) and, if with_entropy, the
+ * entropies (else *ent = NULL), float32 (B,T). hidden (B,T,E), head (V,E),
+ * ids (B,T) int64. The logits exist one time chunk (B,chunk,V) at a time in
+ * the forward and, recomputed, in the backward: one autograd node that keeps
+ * only its inputs (shim_head.cc). chunk < 1: all steps at once. */
+tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature,
+                                int with_entropy, int64_t chunk, tt_tensor* logp, tt_tensor* ent);
 int tt_cuda_available(void);
 int tt_cuda_device_count(void);
 const char* tt_version(void);
