@@ -74,6 +74,15 @@ func collectivesWorker() error {
 	if err := same(vals(a), sumR, 2*sumR); err != nil {
 		return fmt.Errorf("allreduce sum: %v", err)
 	}
+	// several tensors of different shapes in one call
+	a1, a2 := f32(r+1), f32(r, r, r)
+	if err := g.AllReduce(ctx, Sum, a1, a2); err != nil {
+		return err
+	}
+	s0 := sumR - float64(W)
+	if err := same(append(vals(a1), vals(a2)...), sumR, s0, s0, s0); err != nil {
+		return fmt.Errorf("allreduce of two tensors: %v", err)
+	}
 	b := f32(r + 1)
 	if err := g.AllReduce(ctx, Avg, b); err != nil {
 		return err

@@ -184,7 +184,13 @@ td_err td_allreduce(td_pg pg, void** ts, int n, int op, int64_t timeout_ms) {
     c10d::AllreduceOptions o;
     o.reduceOp = native_op(op);
     o.timeout = ms(timeout_ms);
-    wait(pg->pg->allreduce(v, o), timeout_ms);
+    // One collective per tensor (a c10d tensor list means one per device).
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (auto& t : v) {
+      std::vector<at::Tensor> one{t};
+      works.push_back(pg->pg->allreduce(one, o));
+    }
+    for (auto& w : works) wait(w, timeout_ms);
     if (op == TD_AVG) {
       for (auto& t : v) t.div_(pg->world);
     }
@@ -198,7 +204,12 @@ td_err td_broadcast(td_pg pg, void** ts, int n, int root, int64_t timeout_ms) {
     c10d::BroadcastOptions o;
     o.rootRank = root;
     o.timeout = ms(timeout_ms);
-    wait(pg->pg->broadcast(v, o), timeout_ms);
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (auto& t : v) {
+      std::vector<at::Tensor> one{t};
+      works.push_back(pg->pg->broadcast(one, o));
+    }
+    for (auto& w : works) wait(w, timeout_ms);
   })
 }
 
