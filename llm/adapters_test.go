@@ -7,44 +7,8 @@ import (
 	"testing"
 
 	"ragen/collapse"
-	"ragen/llm/tokenizer"
-	"ragen/ragen"
 	"ragen/torch"
 )
-
-func TestPolicy(t *testing.T) {
-	m := tinyModel(t, 21, false)
-	defer m.Close()
-	tok := tokenizer.NewByte()
-	greedy := ragen.SamplingParams{DoSample: false, Temperature: 1, TopK: -1, TopP: 1, MaxNewTokens: 6}
-	sampled := ragen.SamplingParams{DoSample: true, Temperature: 1, TopK: -1, TopP: 1, MaxNewTokens: 5}
-	reqs := []ragen.GenRequest{
-		{EnvID: 0, Prompt: "hi", Sampling: greedy},
-		{EnvID: 1, IDs: []int{1, 2, 3}, Sampling: sampled},
-		{EnvID: 2, Prompt: "hello there", Sampling: greedy},
-	}
-	p := NewPolicy(m, tok, PolicyOptions{MaxBatch: 1, Seed: 5})
-	out, err := p.Generate(context.Background(), reqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 3 {
-		t.Fatalf("%d generations", len(out))
-	}
-	// greedy requests equal direct greedy generation
-	for _, i := range []int{0, 2} {
-		want, err := m.Generate(context.Background(), tok, [][]int{tok.Encode(reqs[i].Prompt)}, GenOptions{MaxNewTokens: 6})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(out[i].IDs) != fmt.Sprint(want[0].IDs) || out[i].Text != want[0].Text {
-			t.Errorf("req %d: %+v want %+v", i, out[i], want[0])
-		}
-	}
-	if n := len(out[1].IDs); n == 0 || n > 5 || len(out[1].LogProbs) != n {
-		t.Fatalf("sampled: %+v", out[1])
-	}
-}
 
 func TestScorer(t *testing.T) {
 	m := tinyModel(t, 22, false)

@@ -1,5 +1,7 @@
-// Package llm runs Qwen2-family causal language models (Qwen2.5-Instruct
-// 0.5B-7B and tiny ones for tests) on libtorch through ragen/torch.
+// Package llm runs decoder-only causal language models on libtorch through
+// ragen/torch: the Qwen2 (Qwen2.5-Instruct), Llama 3.x (Llama-3.2-1B/3B-
+// Instruct) and Qwen3 families, each one Go file (qwen2.go, llama.go,
+// qwen3.go) with its weight table and layer forward, and tiny ones for tests.
 //
 // # Models
 //
@@ -12,10 +14,12 @@
 //
 // Internally the q/k/v projections and the gate/up projections are fused
 // into one weight each; [Model.Params] exposes views under the HF names and
-// [Model.Trainable] the fused tensors an optimiser updates. A whole forward
-// pass (embedding, every decoder layer, KV-cache writes, final norm and
-// head) is one C call into the shim, which keeps decoding fast at small
-// sizes where per-op overhead dominates.
+// [Model.Trainable] the fused tensors an optimiser updates. With gradients
+// (training) the forward is the family's Go code over ragen/torch ops;
+// without (scoring, prefill, decode) it is one C call into the shim
+// (internal/torch/fused), which takes the weights by role and keeps
+// decoding fast at small sizes where per-op overhead dominates. Both agree
+// to float32 rounding (TestFusedMatchesGo).
 //
 // # Generation, scoring, value head, LoRA
 //
@@ -26,8 +30,9 @@
 // sequence. [Model.TokenLogProbs] gives teacher-forced log-probs and entropy
 // with logits divided by the temperature, as veRL's actor does. [Critic] is
 // the PPO value model. [Model.EnableLoRA] adds adapters and freezes the
-// base. [NewPolicy] and [NewScorer] adapt a model to ragen.Policy and
-// collapse.Scorer.
+// base. [NewScorer] adapts a model to collapse.Scorer; package
+// ragen/llmpolicy adapts it to ragen.Policy (llm does not import the
+// rollout core).
 //
 // # Speed
 //

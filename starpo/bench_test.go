@@ -7,10 +7,11 @@ import (
 	"ragen/env"
 	"ragen/env/bandit"
 	"ragen/filter"
-	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/llmpolicy"
 	"ragen/ragen"
+	"ragen/torch"
 )
 
 // BenchmarkStep runs full StarPO steps (GAE, critic, reference, KL loss) of
@@ -50,7 +51,7 @@ func BenchmarkStep(b *testing.B) {
 		next++
 		return bandit.NewWithInternalSeed(bandit.DefaultConfig(), next-1)
 	}}
-	proxy, err := ragen.NewAgentProxy(rc, tokenizer.NewByte(), prov, llm.NewPolicy(m, tokenizer.NewByte(), llm.PolicyOptions{Seed: 1}))
+	proxy, err := ragen.NewAgentProxy(rc, tokenizer.NewByte(), prov, llmpolicy.New(m, tokenizer.NewByte(), llmpolicy.Options{Seed: 1}))
 	if err != nil {
 		b.Fatal(err)
 	}

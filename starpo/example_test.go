@@ -8,12 +8,13 @@ import (
 	"ragen/env"
 	"ragen/env/bandit"
 	"ragen/filter"
-	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/llmpolicy"
 	"ragen/ragen"
 	"ragen/starpo"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // The learning-rate multiplier of a cosine schedule with warm-up.
@@ -46,7 +47,7 @@ func ExampleAggLoss() {
 }
 
 // Training a tiny Qwen2 policy on the Bandit env for one step: the policy
-// samples through llm.NewPolicy, the batch is filtered, advantages come from
+// samples through llmpolicy.New, the batch is filtered, advantages come from
 // GRPO and the actor takes one PPO update; the trained policy is exported
 // as a Hugging Face folder.
 func ExampleNewTrainer() {
@@ -70,7 +71,7 @@ func ExampleNewTrainer() {
 		next++
 		return bandit.NewWithInternalSeed(bandit.DefaultConfig(), next-1)
 	}}
-	proxy, err := ragen.NewAgentProxy(rc, tokenizer.NewByte(), prov, llm.NewPolicy(m, tokenizer.NewByte(), llm.PolicyOptions{Seed: 1}))
+	proxy, err := ragen.NewAgentProxy(rc, tokenizer.NewByte(), prov, llmpolicy.New(m, tokenizer.NewByte(), llmpolicy.Options{Seed: 1}))
 	if err != nil {
 		panic(err)
 	}

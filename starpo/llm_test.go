@@ -12,11 +12,12 @@ import (
 	"ragen/env"
 	"ragen/env/bandit"
 	"ragen/filter"
-	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/llmpolicy"
 	"ragen/ragen"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 func float32Snapshot(t *testing.T, ps []*torch.Tensor) [][]float32 {
@@ -31,7 +32,7 @@ func float32Snapshot(t *testing.T, ps []*torch.Tensor) [][]float32 {
 }
 
 // The real stack: a tiny Qwen2 model samples Bandit answers through
-// llm.NewPolicy, a Qwen2 critic and a frozen reference; two GAE steps give
+// llmpolicy.New, a Qwen2 critic and a frozen reference; two GAE steps give
 // finite losses and move every parameter of actor and critic, and the
 // trained policy exports as a Hugging Face folder that llm.Load reads back.
 func TestSmokeLLMBandit(t *testing.T) {
@@ -58,7 +59,7 @@ func TestSmokeLLMBandit(t *testing.T) {
 		next++
 		return bandit.NewWithInternalSeed(bandit.DefaultConfig(), next-1)
 	}}
-	proxy, err := ragen.NewAgentProxy(rc, tokenizer.NewByte(), prov, llm.NewPolicy(m, tokenizer.NewByte(), llm.PolicyOptions{Seed: 5}))
+	proxy, err := ragen.NewAgentProxy(rc, tokenizer.NewByte(), prov, llmpolicy.New(m, tokenizer.NewByte(), llmpolicy.Options{Seed: 5}))
 	require.NoError(t, err)
 	defer proxy.Close()
 

@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"ragen/config"
-	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/llmpolicy"
 	"ragen/ragen"
+	"ragen/torch"
 )
 
 // initTorch sets libtorch's thread count once (trainer.num_threads or the
@@ -140,5 +141,5 @@ func modelPolicy(t *config.Tree, deviceFlag string) (ragen.Policy, tokenizer.Tok
 	if t.Has("seed.val") {
 		seed, _ = t.Int("seed.val")
 	}
-	return llm.NewPolicy(m, tok, llm.PolicyOptions{Seed: uint64(seed)}), tok, m.Close, nil
+	return llmpolicy.New(m, tok, llmpolicy.Options{Seed: uint64(seed)}), tok, m.Close, nil
 }

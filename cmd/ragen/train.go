@@ -15,6 +15,7 @@ import (
 	"ragen/filter"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/llmpolicy"
 	"ragen/ragen"
 	"ragen/starpo"
 	"ragen/track"
@@ -168,7 +169,7 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 			return nil, err
 		}
 	}
-	policy := llm.NewPolicy(j.model, j.tok, llm.PolicyOptions{Seed: uint64(j.sc.Seed.Train)})
+	policy := llmpolicy.New(j.model, j.tok, llmpolicy.Options{Seed: uint64(j.sc.Seed.Train)})
 	if j.proxy, err = ragen.NewAgentProxy(j.rc, j.tok, ragen.DefaultProvider(), policy); err != nil {
 		return nil, err
 	}

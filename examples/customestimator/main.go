@@ -3,6 +3,7 @@
 //   - Reward: every bandit env is wrapped in an env.Shaper that adds a
 //     penalty of 0.5 to answers the env cannot read (action_is_valid false),
 //     on top of upstream's format penalty.
+//
 //   - Estimator: "group_median" is registered with algo.RegisterEstimator:
 //     A_i = s_i − median of s over the rollout's group (a baseline that
 //     ignores outliers), broadcast over the response tokens. The trainer then
@@ -10,7 +11,7 @@
 //     algorithm.adv_estimator=group_median` would in a binary that
 //     registers it.
 //
-//	go run . [-steps 2]
+//     go run . [-steps 2]
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"ragen/filter"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/llmpolicy"
 	"ragen/ragen"
 	"ragen/starpo"
 	"ragen/starpo/algo"
@@ -121,7 +123,7 @@ func run(ctx context.Context, steps int, w io.Writer) error {
 	rc.ESManager.Train, rc.ESManager.Val = set, set
 	rc.AgentProxy.MaxTurn, rc.AgentProxy.MaxActionsPerTurn = 1, 1
 	rc.Rollout.ResponseLength = 16
-	proxy, err := ragen.NewAgentProxy(rc, tok, shaped(), llm.NewPolicy(model, tok, llm.PolicyOptions{Seed: 2}))
+	proxy, err := ragen.NewAgentProxy(rc, tok, shaped(), llmpolicy.New(model, tok, llmpolicy.Options{Seed: 2}))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"ragen/filter"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
+	"ragen/llmpolicy"
 	"ragen/ragen"
 	"ragen/starpo"
 	"ragen/starpo/algo"
@@ -53,7 +54,7 @@ func run(ctx context.Context, steps int, out string, w io.Writer) error {
 	rc.ESManager.Train, rc.ESManager.Val = set, set
 	rc.AgentProxy.MaxTurn, rc.AgentProxy.MaxActionsPerTurn = 1, 1
 	rc.Rollout.ResponseLength = 24
-	proxy, err := ragen.NewAgentProxy(rc, tok, ragen.DefaultProvider(), llm.NewPolicy(model, tok, llm.PolicyOptions{Seed: 1}))
+	proxy, err := ragen.NewAgentProxy(rc, tok, ragen.DefaultProvider(), llmpolicy.New(model, tok, llmpolicy.Options{Seed: 1}))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,122 @@
+// Package llmpolicy adapts an in-process [llm.Model] to [ragen.Policy], so
+// that package llm, below the rollout core, does not import it.
+package llmpolicy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"ragen/llm"
+	"ragen/llm/tokenizer"
+	"ragen/ragen"
+)
+
+// Options configure New.
+type Options struct {
+	// MaxBatch bounds the prompts decoded together (0: all in one batch).
+	MaxBatch int
+	// Seed seeds sampling; call k of Generate uses Seed + k so that
+	// successive calls differ but a run is reproducible.
+	Seed uint64
+}
+
+type policy struct {
+	m   *llm.Model
+	tok tokenizer.Tokenizer
+	opt Options
+	mu  sync.Mutex
+	n   uint64
+}
+
+// New adapts a model to ragen.Policy: requests with the same sampling
+// parameters are decoded together (in batches of at most MaxBatch), greedy
+// when DoSample is false or the temperature is 0, TopK −1 meaning off.
+// Requests without IDs are encoded from Prompt.
+func New(m *llm.Model, tok tokenizer.Tokenizer, opt Options) ragen.Policy {
+	return &policy{m: m, tok: tok, opt: opt}
+}
+
+func genOptions(sp ragen.SamplingParams, seed uint64) llm.GenOptions {
+	o := llm.GenOptions{MaxNewTokens: sp.MaxNewTokens, Temperature: sp.Temperature, TopP: sp.TopP,
+		TopK: sp.TopK, StopStrings: sp.Stop, Seed: seed}
+	if !sp.DoSample {
+		o.Temperature = 0
+	}
+	if o.TopK < 0 {
+		o.TopK = 0
+	}
+	return o
+}
+
+func spKey(sp ragen.SamplingParams) string { return fmt.Sprintf("%#v", sp) }
+
+// Generate implements ragen.Policy.
+func (p *policy) Generate(ctx context.Context, reqs []ragen.GenRequest) ([]ragen.Generation, error) {
+	p.mu.Lock() // one model, one caller at a time
+	defer p.mu.Unlock()
+	seed := p.opt.Seed + p.n
+	p.n++
+	out := make([]ragen.Generation, len(reqs))
+	groups := map[string][]int{}
+	var order []string
+	for i, r := range reqs {
+		k := spKey(r.Sampling)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	for gi, k := range order {
+		idx := groups[k]
+		bs := p.opt.MaxBatch
+		if bs < 1 {
+			bs = len(idx)
+		}
+		for start := 0; start < len(idx); start += bs {
+			part := idx[start:min(start+bs, len(idx))]
+			prompts := make([][]int, len(part))
+			for j, i := range part {
+				prompts[j] = reqs[i].IDs
+				if len(prompts[j]) == 0 {
+					prompts[j] = p.tok.Encode(reqs[i].Prompt)
+				}
+			}
+			sp := reqs[part[0]].Sampling
+			res, err := p.m.Generate(ctx, p.tok, prompts, genOptions(sp, seed+uint64(1000*gi+start)))
+			if err != nil {
+				return nil, fmt.Errorf("llmpolicy: %w", err)
+			}
+			for j, i := range part {
+				out[i] = ragen.Generation{Text: res[j].Text, IDs: res[j].IDs, LogProbs: res[j].LogProbs, FinishReason: res[j].FinishReason}
+			}
+		}
+	}
+	return out, nil
+}
+
+// policyState is what a checkpoint needs to continue a policy's sampling
+// stream exactly: the number of Generate calls made so far.
+type policyState struct {
+	Calls uint64 `json:"calls"`
+}
+
+// MarshalState returns the policy's sampling position (starpo.Stateful).
+func (p *policy) MarshalState() ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return json.Marshal(policyState{Calls: p.n})
+}
+
+// UnmarshalState restores a position written by MarshalState.
+func (p *policy) UnmarshalState(b []byte) error {
+	var st policyState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("llmpolicy: state: %w", err)
+	}
+	p.mu.Lock()
+	p.n = st.Calls
+	p.mu.Unlock()
+	return nil
+}
