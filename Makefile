@@ -6,12 +6,14 @@ SHELL := /bin/bash
 GO ?= go
 APT_PKGS := libtorch-dev libgloo-dev libopenblas0-openmp
 BENCH_PKGS := python3-torch python3-numpy
+# headless Chromium for the dashboard's browser tests (cmd/ragen TestDashBrowser)
+TEST_PKGS := chromium chromium-driver
 TEST_TIMEOUT ?= 20m
 # packages whose dependency graph does not reach libtorch: they must also
 # build and test with CGO_ENABLED=0, and run under the race detector.
 PURE_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v 'ragen/internal/torch' | cut -d' ' -f1)
 
-.PHONY: all deps deps-bench build vet apicheck test test-pure test-race bench demo gpu-bundle clean
+.PHONY: all deps deps-bench deps-test build vet apicheck test test-pure test-race bench demo gpu-bundle clean
 
 all: build
 
@@ -20,6 +22,9 @@ deps:
 
 deps-bench: deps
 	@./scripts/deps.sh $(BENCH_PKGS)
+
+deps-test: deps
+	@RAGEN_DEPS_OPTIONAL=1 ./scripts/deps.sh $(TEST_PKGS)
 
 build: deps
 	$(GO) build ./...
@@ -33,7 +38,7 @@ vet: deps
 apicheck: deps
 	$(GO) run ./internal/cmd/apicheck ./...
 
-test: deps vet apicheck
+test: deps deps-test vet apicheck
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory test-pure test-race
 
