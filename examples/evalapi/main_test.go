@@ -77,7 +77,7 @@ func TestEvalAgainstStandIn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !strings.Contains(buf.String(), "Bandit: success") || !strings.Contains(buf.String(), "Bandit/manager_invalid_action            0.0000") {
+	if !strings.Contains(buf.String(), "Bandit: success") || !strings.Contains(buf.String(), "Bandit/action_is_valid                   1.0000") {
 		t.Fatalf("output:\n%s", buf.String())
 	}
 }
