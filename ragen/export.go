@@ -31,6 +31,10 @@ type TrajectoryMetadata struct {
 	TotalReward float64 // Σ rm_scores of the episode's (first) row
 	Success     bool
 	Metrics     map[string]float64 // every per-env metric, keys "{tag}/{name}"
+	// Failure (ragen) is why the episode failed (a request that exhausted
+	// its retries, a truncated reply, an env error); "" for a finished
+	// episode. Written as "failure" only when set.
+	Failure string
 }
 
 // ExportOptions tune the export.
@@ -119,6 +123,10 @@ func WriteJSONL(w io.Writer, recs []TrajectoryRecord) error {
 		md := r.Metadata
 		fmt.Fprintf(&b, `], "metadata": {"env_id": %d, "group_id": %d, "num_turns": %d, "total_reward": %s, "success": %t`,
 			md.EnvID, md.GroupID, md.NumTurns, pyJSONFloat(md.TotalReward), md.Success)
+		if md.Failure != "" {
+			b.WriteString(`, "failure": `)
+			writePyString(&b, md.Failure)
+		}
 		for _, k := range SortedKeys(md.Metrics) {
 			b.WriteString(", ")
 			writePyString(&b, k)

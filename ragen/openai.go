@@ -129,6 +129,32 @@ type chatResponse struct {
 func (p *OpenAIPolicy) Generate(ctx context.Context, reqs []GenRequest) ([]Generation, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	out, errs := p.generate(ctx, reqs, cancel)
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, fmt.Errorf("ragen: openai: %w", first)
+	}
+	return out, nil
+}
+
+// GenerateEach implements PartialPolicy: every request runs to its own
+// end, and errs[i] is request i's failure (nil when out[i] is its answer),
+// so one bad reply fails one episode, not the batch.
+func (p *OpenAIPolicy) GenerateEach(ctx context.Context, reqs []GenRequest) ([]Generation, []error) {
+	return p.generate(ctx, reqs, nil)
+}
+
+// generate runs the requests concurrently; onFail (if set) is called on
+// the first failure.
+func (p *OpenAIPolicy) generate(ctx context.Context, reqs []GenRequest, onFail func()) ([]Generation, []error) {
 	out := make([]Generation, len(reqs))
 	errs := make([]error, len(reqs))
 	var wg sync.WaitGroup
@@ -146,26 +172,16 @@ func (p *OpenAIPolicy) Generate(ctx context.Context, reqs []GenRequest) ([]Gener
 			g, err := p.one(ctx, reqs[i])
 			if err != nil {
 				errs[i] = fmt.Errorf("ragen: openai: env %d turn %d: %w", reqs[i].EnvID, reqs[i].Turn, err)
-				cancel()
+				if onFail != nil {
+					onFail()
+				}
 				return
 			}
 			out[i] = g
 		}()
 	}
 	wg.Wait()
-	var first error
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
-		}
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return nil, fmt.Errorf("ragen: openai: %w", first)
-	}
-	return out, nil
+	return out, errs
 }
 
 // retryable marks errors worth another attempt.
