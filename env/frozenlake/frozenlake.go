@@ -35,6 +35,10 @@ type Config struct {
 	ActionLookupMap   map[int]string    `yaml:"action_lookup"`
 }
 
+// MaxSize bounds size (not upstream, which has none: size=2000 ran an env
+// server out of memory).
+const MaxSize = 64
+
 // DefaultConfig returns upstream's defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -51,8 +55,8 @@ func DefaultConfig() Config {
 // Validate reports every unusable config value at once.
 func (c Config) Validate() error {
 	var errs []string
-	if c.Size < 2 {
-		errs = append(errs, fmt.Sprintf("size %d: must be at least 2", c.Size))
+	if c.Size < 2 || c.Size > MaxSize {
+		errs = append(errs, fmt.Sprintf("size %d: must be in [2, %d]", c.Size, MaxSize))
 	}
 	if !(c.P > 0 && c.P <= 1) {
 		errs = append(errs, fmt.Sprintf("p %v: must be in (0, 1]", c.P))

@@ -43,14 +43,17 @@ func defaultLookup() map[int]string {
 	return m
 }
 
+// MaxScrambleDepth bounds scramble_depth (not upstream).
+const MaxScrambleDepth = 10000
+
 // Validate reports every problem of c at once.
 func (c Config) Validate() error {
 	var errs []error
 	if c.RenderMode != "text" {
 		errs = append(errs, fmt.Errorf("rubikscube: render_mode %q not supported (want \"text\")", c.RenderMode))
 	}
-	if c.ScrambleDepth < 0 {
-		errs = append(errs, fmt.Errorf("rubikscube: scramble_depth %d is negative", c.ScrambleDepth))
+	if c.ScrambleDepth < 0 || c.ScrambleDepth > MaxScrambleDepth {
+		errs = append(errs, fmt.Errorf("rubikscube: scramble_depth %d outside [0, %d]", c.ScrambleDepth, MaxScrambleDepth))
 	}
 	if c.MaxSteps < 0 {
 		errs = append(errs, fmt.Errorf("rubikscube: max_steps %d is negative", c.MaxSteps))

@@ -42,6 +42,17 @@ type Config struct {
 	LevelFile string `yaml:"level_file"`
 }
 
+// Upper bounds of Validate (not upstream, which has none): generation time
+// and memory grow steeply with the room (a 60x60 room took 6.6 s and
+// 1.4 GB per reset), and an env server must not be run out of memory by a
+// client's config.
+const (
+	MaxRoomDim      = 20
+	MaxNumBoxes     = 10
+	MaxSearchDepth  = 10000
+	MaxRetriesLimit = 10000
+)
+
 // DefaultConfig returns upstream's defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -71,8 +82,20 @@ func (c Config) Validate() error {
 	if rows < 3 || cols < 3 {
 		errs = append(errs, fmt.Sprintf("room %dx%d: both dimensions must be at least 3", rows, cols))
 	}
+	if rows > MaxRoomDim || cols > MaxRoomDim {
+		errs = append(errs, fmt.Sprintf("room %dx%d: both dimensions must be at most %d", rows, cols, MaxRoomDim))
+	}
 	if c.NumBoxes < 1 {
 		errs = append(errs, fmt.Sprintf("num_boxes %d: must be at least 1", c.NumBoxes))
+	}
+	if c.NumBoxes > MaxNumBoxes {
+		errs = append(errs, fmt.Sprintf("num_boxes %d: must be at most %d", c.NumBoxes, MaxNumBoxes))
+	}
+	if c.SearchDepth > MaxSearchDepth {
+		errs = append(errs, fmt.Sprintf("search_depth %d: must be at most %d", c.SearchDepth, MaxSearchDepth))
+	}
+	if c.MaxRetries > MaxRetriesLimit {
+		errs = append(errs, fmt.Sprintf("max_retries %d: must be at most %d", c.MaxRetries, MaxRetriesLimit))
 	}
 	// max_steps <= 0 is accepted as upstream does: done compares
 	// num_env_steps == max_steps, so such an episode never ends on steps.
