@@ -96,6 +96,6 @@ func TruncatedISWeights(s *torch.Scope, old, rollout, m *torch.Tensor, threshold
 		s.Errorf("starpo.TruncatedISWeights", "threshold must be > 0 (got %g)", threshold)
 		return nil
 	}
-	w := s.Clamp(s.Exp(s.Clamp(s.Sub(s.Detach(old), s.Detach(rollout)), -logRatioClamp, logRatioClamp)), 0, threshold)
+	w := s.Clamp(s.Exp(s.Clamp(s.Sub(s.Detach(old), s.Detach(rollout)), -algo.LogRatioClamp, algo.LogRatioClamp)), 0, threshold)
 	return s.Mul(w, m)
 }

@@ -13,12 +13,10 @@ import (
 // takes the scope that owns its intermediates; errors (an unknown mode or KL
 // type) are recorded on the scope, which is sticky, so callers check
 // s.Err() once. Metrics come back as detached scalar tensors under
-// upstream's keys; Metrics reads them all in one copy.
-
-const (
-	maskEps       = 1e-8 // veRL's masked_mean denominator epsilon
-	logRatioClamp = 20.0 // clamp of lp − old before exp
-)
+// upstream's keys; Metrics reads them all in one copy. The constants, clip
+// bounds and KL type names are starpo/algo's (algo.MaskEps,
+// algo.LogRatioClamp, PolicyLossConfig.ClipBounds, algo.ParseKLType): one
+// spec for both paths.
 
 // MetricTensors are scalar metric tensors keyed by upstream's metric names.
 type MetricTensors map[string]*torch.Tensor
@@ -52,7 +50,7 @@ func maskedSum(s *torch.Scope, x, m *torch.Tensor) *torch.Tensor {
 
 // MaskedMean is veRL's masked_mean: Σ where(m≠0, x, 0)·m / (Σm + 1e-8).
 func MaskedMean(s *torch.Scope, x, m *torch.Tensor) *torch.Tensor {
-	return s.Div(maskedSum(s, x, m), s.AddS(s.Sum(m, false), maskEps))
+	return s.Div(maskedSum(s, x, m), s.AddS(s.Sum(m, false), algo.MaskEps))
 }
 
 // AggLoss is agg_loss on tensors (see algo.AggLoss for the formulas):
@@ -82,7 +80,7 @@ func AggLoss(s *torch.Scope, x, m *torch.Tensor, mode string) *torch.Tensor {
 		seq := s.Sum(s.Mul(x, m), false, -1) // (B)
 		n := s.Sum(m, false, -1)             // (B)
 		if mode == algo.SeqMeanTokenMean {
-			seq = s.Div(seq, s.AddS(n, maskEps))
+			seq = s.Div(seq, s.AddS(n, algo.MaskEps))
 		}
 		w := s.Cast(s.GtS(n, 0), x.DType()) // (B) rows with tokens
 		return MaskedMean(s, seq, w)
@@ -111,8 +109,8 @@ type policyTerms struct {
 
 func newPolicyTerms(s *torch.Scope, logp, old, adv *torch.Tensor, cfg algo.PolicyLossConfig) policyTerms {
 	var p policyTerms
-	lo, hi := clipBounds(cfg)
-	p.negKL = s.Clamp(s.Sub(logp, old), -logRatioClamp, logRatioClamp) // (B,T)
+	lo, hi := cfg.ClipBounds()
+	p.negKL = s.Clamp(s.Sub(logp, old), -algo.LogRatioClamp, algo.LogRatioClamp) // (B,T)
 	ratio := s.Exp(p.negKL)
 	negA := s.Neg(adv)
 	p.l1 = s.Mul(negA, ratio)
@@ -151,17 +149,6 @@ func policyLoss(s *torch.Scope, logp, old, adv, m, isw *torch.Tensor, cfg algo.P
 	return pg, met
 }
 
-func clipBounds(c algo.PolicyLossConfig) (lo, hi float64) {
-	lo, hi = c.ClipRatio, c.ClipRatio
-	if c.ClipRatioLow != nil {
-		lo = *c.ClipRatioLow
-	}
-	if c.ClipRatioHigh != nil {
-		hi = *c.ClipRatioHigh
-	}
-	return lo, hi
-}
-
 // KLPenalty is veRL's kl_penalty(logprob, ref_logprob, type) per token:
 // kl/k1 lp−ref; abs |lp−ref|; mse/k2 ½(lp−ref)²; low_var_kl/k3
 // clamp(eˣ−x−1, ±10) with x = clamp(ref−lp, ±20). A "+" suffix is the
@@ -171,23 +158,23 @@ func KLPenalty(s *torch.Scope, logp, ref *torch.Tensor, klType string) *torch.Te
 	if s.Err() != nil {
 		return nil
 	}
-	base, st := strings.CutSuffix(klType, "+")
-	if !validKLBase(base) || strings.HasSuffix(base, "+") {
-		s.Fail(fmt.Errorf("starpo: %w %q (valid: %s)", algo.ErrUnknownKLType, klType, strings.Join(algo.KLTypes(), ", ")))
+	kind, st, err := algo.ParseKLType(klType)
+	if err != nil {
+		s.Fail(fmt.Errorf("starpo: %w", err))
 		return nil
 	}
 	d := s.Sub(logp, ref)
 	var kl *torch.Tensor
-	switch base {
-	case "kl", "k1":
+	switch kind {
+	case algo.KLDiff:
 		kl = d
-	case "abs":
+	case algo.KLAbs:
 		kl = s.Abs(d)
-	case "mse", "k2":
+	case algo.KLMSE:
 		kl = s.MulS(s.Square(d), 0.5)
-	case "low_var_kl", "k3":
-		x := s.Clamp(s.Neg(d), -20, 20)
-		kl = s.Clamp(s.SubS(s.Sub(s.Exp(x), x), 1), -10, 10)
+	case algo.KLLowVar:
+		x := s.Clamp(s.Neg(d), -algo.LogRatioClamp, algo.LogRatioClamp)
+		kl = s.Clamp(s.SubS(s.Sub(s.Exp(x), x), 1), -algo.LowVarKLClamp, algo.LowVarKLClamp)
 	}
 	if !st {
 		return kl
@@ -196,12 +183,10 @@ func KLPenalty(s *torch.Scope, logp, ref *torch.Tensor, klType string) *torch.Te
 	return s.Add(s.Sub(k2, s.Detach(k2)), s.Detach(kl))
 }
 
+// validKLBase reports whether name is a KL type without the "+" suffix.
 func validKLBase(name string) bool {
-	switch name {
-	case "kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3":
-		return true
-	}
-	return false
+	_, st, err := algo.ParseKLType(name)
+	return err == nil && !st
 }
 
 // ValueLoss is veRL's compute_value_loss on tensors, per token:
@@ -267,18 +252,4 @@ func actorLoss(s *torch.Scope, in ActorLossInput, cfg algo.ActorLossConfig) (*to
 		loss = s.Add(loss, s.MulS(kl, cfg.KLLossCoef))
 	}
 	return loss, met
-}
-
-// EntropyFromLogits is veRL's entropy_from_logits on tensors: H =
-// logsumexp(z) − Σ softmax(z)·z over the last dimension (a −∞ logit gives
-// NaN, as upstream). Divide logits by the temperature first.
-func EntropyFromLogits(s *torch.Scope, logits *torch.Tensor) *torch.Tensor {
-	return s.Sub(s.LogSumExp(logits, false, -1), s.Sum(s.Mul(s.Softmax(logits, -1), logits), false, -1))
-}
-
-// LogProbsFromLogits is veRL's logprobs_from_logits: log softmax(z)[label]
-// over the last dimension; labels (int64) has logits' shape without the
-// vocabulary dimension.
-func LogProbsFromLogits(s *torch.Scope, logits, labels *torch.Tensor) *torch.Tensor {
-	return s.Squeeze(s.Gather(s.LogSoftmax(logits, -1), -1, s.Unsqueeze(labels, -1)), -1)
 }

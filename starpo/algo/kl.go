@@ -26,21 +26,36 @@ func KLTypes() []string {
 	return []string{"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"}
 }
 
-// parseKLType maps a name to its base kind and whether it is "+"-suffixed.
-func parseKLType(name string) (base string, straightThrough bool, err error) {
-	base = name
+// KLKind is the base kind of a KL penalty name (aliases resolved).
+type KLKind string
+
+// The KL penalty kinds.
+const (
+	KLDiff   KLKind = "kl"         // kl, k1: lp − ref
+	KLAbs    KLKind = "abs"        // abs: |lp − ref|
+	KLMSE    KLKind = "mse"        // mse, k2: ½(lp − ref)²
+	KLLowVar KLKind = "low_var_kl" // low_var_kl, k3: clamp(eˣ − x − 1, ±LowVarKLClamp), x = clamp(ref − lp, ±LogRatioClamp)
+)
+
+// LowVarKLClamp bounds the low_var_kl (k3) penalty (both paths).
+const LowVarKLClamp = 10.0
+
+// ParseKLType maps a kl_penalty / kl_loss_type name to its kind and whether
+// it is "+"-suffixed (straight-through). Both loss paths parse names here.
+func ParseKLType(name string) (kind KLKind, straightThrough bool, err error) {
+	base := name
 	if strings.HasSuffix(name, "+") {
 		base, straightThrough = strings.TrimSuffix(name, "+"), true
 	}
 	switch base {
 	case "kl", "k1":
-		return "kl", straightThrough, nil
+		return KLDiff, straightThrough, nil
 	case "abs":
-		return "abs", straightThrough, nil
+		return KLAbs, straightThrough, nil
 	case "mse", "k2":
-		return "mse", straightThrough, nil
+		return KLMSE, straightThrough, nil
 	case "low_var_kl", "k3":
-		return "low_var_kl", straightThrough, nil
+		return KLLowVar, straightThrough, nil
 	}
 	hint := ""
 	if strings.Contains(name, "-") {
@@ -50,12 +65,12 @@ func parseKLType(name string) (base string, straightThrough bool, err error) {
 }
 
 // klValueGrad returns the per-token penalty and its derivative w.r.t. lp.
-func klValueGrad(lp, ref float64, base string, straightThrough bool) (v, g float64) {
+func klValueGrad(lp, ref float64, base KLKind, straightThrough bool) (v, g float64) {
 	d := lp - ref
 	switch base {
-	case "kl":
+	case KLDiff:
 		v, g = d, 1
-	case "abs":
+	case KLAbs:
 		v = math.Abs(d)
 		switch {
 		case d > 0:
@@ -63,16 +78,16 @@ func klValueGrad(lp, ref float64, base string, straightThrough bool) (v, g float
 		case d < 0:
 			g = -1
 		}
-	case "mse":
+	case KLMSE:
 		v, g = 0.5*d*d, d
-	case "low_var_kl":
+	case KLLowVar:
 		x := ref - lp
-		xin := x >= -20 && x <= 20
-		x = math.Max(-20, math.Min(20, x))
+		xin := x >= -LogRatioClamp && x <= LogRatioClamp
+		x = math.Max(-LogRatioClamp, math.Min(LogRatioClamp, x))
 		e := math.Exp(x)
 		kld := e - x - 1
-		kin := kld >= -10 && kld <= 10
-		v = math.Max(-10, math.Min(10, kld))
+		kin := kld >= -LowVarKLClamp && kld <= LowVarKLClamp
+		v = math.Max(-LowVarKLClamp, math.Min(LowVarKLClamp, kld))
 		if xin && kin {
 			g = -(e - 1)
 		}
@@ -95,7 +110,7 @@ func klValueGrad(lp, ref float64, base string, straightThrough bool) (v, g float
 // (upstream raises NotImplementedError for every "+" name at the pinned
 // veRL). It returns the penalty and its gradient w.r.t. lp.
 func KLPenalty(logp, refLogp Mat, klType string) (kl, grad Mat, err error) {
-	base, st, err := parseKLType(klType)
+	base, st, err := ParseKLType(klType)
 	if err != nil {
 		return Mat{}, Mat{}, err
 	}

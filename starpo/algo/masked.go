@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// maskEps is veRL's denominator guard in masked means: Σ(x·m)/(Σm + 1e-8).
-const maskEps = 1e-8
+// MaskEps is veRL's denominator guard in masked means: Σ(x·m)/(Σm + 1e-8).
+// The tensor path (package starpo) uses the same constant.
+const MaskEps = 1e-8
 
 // whitenEps is veRL's variance guard in masked_whiten: (x−μ)·rsqrt(σ²+1e-8).
 const whitenEps = 1e-8
@@ -62,7 +63,7 @@ func MaskedMean(x, m []float64) float64 {
 	for _, v := range m {
 		n += v
 	}
-	return MaskedSum(x, m) / (n + maskEps)
+	return MaskedSum(x, m) / (n + MaskEps)
 }
 
 // RowMaskedMeans is masked_mean(x, m, axis=-1): one masked mean per row.
@@ -93,7 +94,7 @@ func MaskedVar(x, m []float64, unbiased bool) (float64, error) {
 			s += d * d * m[k]
 		}
 	}
-	variance := s / (n + maskEps)
+	variance := s / (n + MaskEps)
 	if unbiased {
 		if n == 0 || n == 1 {
 			return 0, fmt.Errorf("%w (mask sum %v)", ErrTooFewTokens, n)
@@ -167,7 +168,7 @@ func AggLoss(x, m Mat, mode string) (float64, error) {
 			n += mr[t]
 		}
 		if mode == SeqMeanTokenMean {
-			s /= n + maskEps
+			s /= n + MaskEps
 		}
 		seq[i] = s
 		if n > 0 {
@@ -195,7 +196,7 @@ func AggLossGrad(m Mat, mode string) (Mat, error) {
 		}
 		for k, v := range m.Data {
 			if v != 0 {
-				g.Data[k] = v / (n + maskEps)
+				g.Data[k] = v / (n + MaskEps)
 			}
 		}
 		return g, nil
@@ -222,9 +223,9 @@ func AggLossGrad(m Mat, mode string) (Mat, error) {
 		if rowN[i] <= 0 {
 			continue
 		}
-		scale := 1 / (rows + maskEps)
+		scale := 1 / (rows + MaskEps)
 		if mode == SeqMeanTokenMean {
-			scale /= rowN[i] + maskEps
+			scale /= rowN[i] + MaskEps
 		}
 		gr, mr := g.Row(i), m.Row(i)
 		for t, v := range mr {

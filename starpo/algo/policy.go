@@ -16,8 +16,8 @@ const (
 	MetricEntropy         = "actor/entropy"
 )
 
-// logRatioClamp bounds lp − old before exp for stability.
-const logRatioClamp = 20.0
+// LogRatioClamp bounds lp − old before exp for stability (both paths).
+const LogRatioClamp = 20.0
 
 // PolicyLossConfig holds the PPO clip settings (actor_rollout_ref.actor.*).
 type PolicyLossConfig struct {
@@ -36,7 +36,9 @@ func DefaultPolicyLossConfig() PolicyLossConfig {
 	return PolicyLossConfig{ClipRatio: 0.2, ClipRatioLow: Float(0.2), ClipRatioHigh: Float(0.28), ClipRatioC: 3, LossAggMode: TokenMean}
 }
 
-func (c PolicyLossConfig) bounds() (lo, hi float64) {
+// ClipBounds returns (ε_low, ε_high): ClipRatioLow and ClipRatioHigh, each
+// ClipRatio when nil. The ratio is clipped to [1−ε_low, 1+ε_high].
+func (c PolicyLossConfig) ClipBounds() (lo, hi float64) {
 	lo, hi = c.ClipRatio, c.ClipRatio
 	if c.ClipRatioLow != nil {
 		lo = *c.ClipRatioLow
@@ -50,7 +52,7 @@ func (c PolicyLossConfig) bounds() (lo, hi float64) {
 // Validate reports every problem at once.
 func (c PolicyLossConfig) Validate() error {
 	var errs []error
-	lo, hi := c.bounds()
+	lo, hi := c.ClipBounds()
 	for _, p := range []struct {
 		name string
 		v    float64
@@ -107,7 +109,7 @@ func PolicyLoss(logp, oldLogp, adv, mask Mat, cfg PolicyLossConfig) (float64, Ma
 	if err := sameShape([]string{"log_prob", "old_log_prob", "advantages", "mask"}, logp, oldLogp, adv, mask); err != nil {
 		return 0, Mat{}, nil, fmt.Errorf("algo: policy loss: %w", err)
 	}
-	lo, hi := cfg.bounds()
+	lo, hi := cfg.ClipBounds()
 	lo, hi = 1-lo, 1+hi
 	c := cfg.ClipRatioC
 	n := len(logp.Data)
@@ -118,8 +120,8 @@ func PolicyLoss(logp, oldLogp, adv, mask Mat, cfg PolicyLossConfig) (float64, Ma
 	for k := 0; k < n; k++ {
 		a := adv.Data[k]
 		x := logp.Data[k] - oldLogp.Data[k]
-		xin := x >= -logRatioClamp && x <= logRatioClamp
-		x = clamp(x, -logRatioClamp, logRatioClamp)
+		xin := x >= -LogRatioClamp && x <= LogRatioClamp
+		x = clamp(x, -LogRatioClamp, LogRatioClamp)
 		rho := math.Exp(x)
 		l1 := -a * rho
 		rc := clamp(rho, lo, hi)
@@ -168,9 +170,9 @@ func PolicyLoss(logp, oldLogp, adv, mask Mat, cfg PolicyLossConfig) (float64, Ma
 	}
 	metrics := map[string]float64{
 		MetricPGLoss:          loss,
-		MetricPGClipFrac:      clipSum / (mSum + maskEps),
-		MetricPPOKL:           klSum / (mSum + maskEps),
-		MetricPGClipFracLower: lowerSum / (mSum + maskEps),
+		MetricPGClipFrac:      clipSum / (mSum + MaskEps),
+		MetricPPOKL:           klSum / (mSum + MaskEps),
+		MetricPGClipFracLower: lowerSum / (mSum + MaskEps),
 	}
 	return loss, dLdlp, metrics, nil
 }
@@ -210,7 +212,7 @@ func (c ActorLossConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	if c.UseKLLoss {
-		if _, _, err := parseKLType(c.KLLossType); err != nil {
+		if _, _, err := ParseKLType(c.KLLossType); err != nil {
 			errs = append(errs, err)
 		}
 		if err := checkFinite("kl_loss_coef", c.KLLossCoef); err != nil {
