@@ -5,4 +5,8 @@ package all
 // server, a simulator bridge).
 import (
 	_ "ragen/env/deepcoder"
+	_ "ragen/env/lean"
+	_ "ragen/env/search"
+	_ "ragen/env/webshop"
+	_ "ragen/env/alfworld"
 )

@@ -1,0 +1,405 @@
+package search
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"ragen/env"
+	"ragen/env/countdown/parquet"
+)
+
+// Config is the env_config of a search tag: upstream's fields and
+// defaults, plus retriever and corpus_path (ours).
+type Config struct {
+	DatasetName        string  `yaml:"dataset_name"`
+	TrainPath          string  `yaml:"train_path"`
+	MaxInstances       int     `yaml:"max_instances"`
+	RetrievalServerURL string  `yaml:"retrieval_server_url"`
+	RetrievalTimeout   float64 `yaml:"retrieval_timeout"`
+	MaxSearchResults   int     `yaml:"max_search_results"`
+	MaxTotalChars      int     `yaml:"max_total_chars"`
+	MaxSteps           int     `yaml:"max_steps"`
+	RenderMode         string  `yaml:"render_mode"`
+	MockMode           bool    `yaml:"mock_mode"`
+	CorrectReward      float64 `yaml:"correct_reward"`
+	IncorrectReward    float64 `yaml:"incorrect_reward"`
+	F1Threshold        float64 `yaml:"f1_threshold"`
+
+	// Retriever chooses where search[] goes unless mock_mode is on:
+	// "bm25" (default: the embedded BM25 index over corpus_path) or
+	// "server" (upstream's retrieval server at retrieval_server_url).
+	Retriever string `yaml:"retriever"`
+	// CorpusPath is a JSONL corpus for the bm25 retriever; "" is the
+	// embedded corpus (data/README.md).
+	CorpusPath string `yaml:"corpus_path"`
+}
+
+// DefaultTrainPath is upstream's default train_path; when no file is there
+// the embedded question set is used.
+const DefaultTrainPath = "data/search/train.parquet"
+
+// DefaultConfig returns upstream's defaults with the BM25 retriever.
+func DefaultConfig() Config {
+	return Config{
+		DatasetName: "hotpotqa", TrainPath: DefaultTrainPath, MaxInstances: 20000,
+		RetrievalServerURL: "http://127.0.0.1:8000", RetrievalTimeout: 30, MaxSearchResults: 5,
+		MaxTotalChars: 4000, MaxSteps: 10, RenderMode: "text", CorrectReward: 1, IncorrectReward: 0,
+		F1Threshold: 0.3, Retriever: "bm25",
+	}
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Retriever != "bm25" && c.Retriever != "server" {
+		errs = append(errs, fmt.Errorf("search: retriever %q: want bm25 or server", c.Retriever))
+	}
+	if c.Retriever == "server" && !c.MockMode && !strings.HasPrefix(c.RetrievalServerURL, "http://") && !strings.HasPrefix(c.RetrievalServerURL, "https://") {
+		errs = append(errs, fmt.Errorf("search: retrieval_server_url %q must be an http(s) URL", c.RetrievalServerURL))
+	}
+	if c.MaxSteps < 1 || c.MaxSearchResults < 1 || c.MaxTotalChars < 1 || c.MaxInstances < 1 {
+		errs = append(errs, errors.New("search: max_steps, max_search_results, max_total_chars and max_instances must be >= 1"))
+	}
+	if c.RetrievalTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("search: retrieval_timeout %v must be positive", c.RetrievalTimeout))
+	}
+	if c.RenderMode != "text" {
+		errs = append(errs, fmt.Errorf("search: render_mode %q: only \"text\"", c.RenderMode))
+	}
+	return errors.Join(errs...)
+}
+
+// Question is one QA item.
+type Question struct {
+	Question    string
+	GroundTruth []string
+}
+
+//go:embed data/corpus.jsonl
+var corpusJSONL []byte
+
+//go:embed data/questions.jsonl
+var questionsJSONL []byte
+
+var (
+	builtinOnce sync.Once
+	builtinIdx  *BM25
+	builtinQs   []Question
+	builtinErr  error
+)
+
+func builtin() (*BM25, []Question, error) {
+	builtinOnce.Do(func() {
+		docs, err := ReadCorpus(bytes.NewReader(corpusJSONL))
+		if err != nil {
+			builtinErr = err
+			return
+		}
+		builtinIdx = NewBM25(docs)
+		builtinQs, builtinErr = ReadQuestions(bytes.NewReader(questionsJSONL), 0)
+	})
+	return builtinIdx, builtinQs, builtinErr
+}
+
+// BuiltinQuestions returns the embedded question set.
+func BuiltinQuestions() ([]Question, error) {
+	_, qs, err := builtin()
+	return qs, err
+}
+
+func truths(raw json.RawMessage) ([]string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []string{s}, nil
+	}
+	var l []string
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, errors.New("ground_truth must be a string or a list of strings")
+	}
+	return l, nil
+}
+
+// ReadQuestions reads JSONL rows with "question" and "ground_truth"
+// (string or list); limit > 0 keeps the first limit rows.
+func ReadQuestions(r io.Reader, limit int) ([]Question, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	var out []Question
+	line := 0
+	for sc.Scan() && (limit <= 0 || len(out) < limit) {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var row struct {
+			Question    *string         `json:"question"`
+			GroundTruth json.RawMessage `json:"ground_truth"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return nil, fmt.Errorf("search: line %d: %w", line, err)
+		}
+		if row.Question == nil {
+			return nil, fmt.Errorf("search: line %d: missing \"question\"", line)
+		}
+		gt, err := truths(row.GroundTruth)
+		if err != nil {
+			return nil, fmt.Errorf("search: line %d: %w", line, err)
+		}
+		out = append(out, Question{Question: *row.Question, GroundTruth: gt})
+	}
+	return out, sc.Err()
+}
+
+// ReadParquetQuestions reads a parquet file with a question column and a
+// ground_truth column of strings or lists of strings.
+func ReadParquetQuestions(r io.Reader, limit int) ([]Question, error) {
+	f, err := parquet.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	for _, c := range []string{"question", "ground_truth"} {
+		if !slices.Contains(f.Columns(), c) {
+			return nil, fmt.Errorf("search: parquet has no %s column (columns: %s)", c, strings.Join(f.Columns(), ", "))
+		}
+	}
+	qs, err := f.ReadColumn("question", limit)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	gts, err := f.ReadColumn("ground_truth", limit)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	out := make([]Question, 0, len(qs))
+	for i := range qs {
+		if qs[i].Null || len(qs[i].Strs) != 1 {
+			return nil, fmt.Errorf("search: parquet row %d: question is not a string", i)
+		}
+		out = append(out, Question{Question: qs[i].Strs[0], GroundTruth: slices.Clone(gts[i].Strs)})
+	}
+	return out, nil
+}
+
+// LoadQuestions reads train_path (.parquet or JSONL), first max_instances
+// rows. Upstream's default path with no file there gives the embedded set.
+func LoadQuestions(cfg Config) ([]Question, error) {
+	b, err := os.ReadFile(cfg.TrainPath)
+	if errors.Is(err, os.ErrNotExist) && cfg.TrainPath == DefaultTrainPath {
+		qs, err := BuiltinQuestions()
+		if len(qs) > cfg.MaxInstances {
+			qs = qs[:cfg.MaxInstances]
+		}
+		return qs, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search: train_path: %w (give a .parquet or .jsonl file with question and ground_truth)", err)
+	}
+	var qs []Question
+	if strings.EqualFold(filepath.Ext(cfg.TrainPath), ".parquet") || bytes.HasPrefix(b, []byte("PAR1")) {
+		qs, err = ReadParquetQuestions(bytes.NewReader(b), cfg.MaxInstances)
+	} else {
+		qs, err = ReadQuestions(bytes.NewReader(b), cfg.MaxInstances)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, cfg.TrainPath)
+	}
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("search: %s holds no questions", cfg.TrainPath)
+	}
+	return qs, nil
+}
+
+const actionsLine = "Available actions: search[<query>], finish[<answer>]"
+
+// Env is the search-augmented question-answering environment.
+type Env struct {
+	cfg       Config
+	questions []Question
+	retriever Retriever
+	url       string
+	cur       Question
+	steps     int
+	render    string
+	// HealthErr is the result of the start-up health check of the
+	// retrieval server (upstream only warns).
+	HealthErr error
+}
+
+var _ env.BaseEnv = (*Env)(nil)
+
+func init() {
+	env.RegisterPromptDefaults("search", env.PromptDefaults{})
+	env.Register("search", func(m map[string]any) (env.BaseEnv, error) {
+		cfg := DefaultConfig()
+		if err := env.DecodeConfig(m, &cfg); err != nil {
+			return nil, fmt.Errorf("search: %w", err)
+		}
+		return New(cfg)
+	})
+}
+
+var (
+	corporaMu sync.Mutex
+	corpora   = map[string]*BM25{}
+)
+
+func corpusIndex(path string) (*BM25, error) {
+	if path == "" {
+		idx, _, err := builtin()
+		return idx, err
+	}
+	corporaMu.Lock()
+	defer corporaMu.Unlock()
+	if idx, ok := corpora[path]; ok {
+		return idx, nil
+	}
+	docs, err := LoadCorpus(path)
+	if err != nil {
+		return nil, err
+	}
+	idx := NewBM25(docs)
+	corpora[path] = idx
+	return idx, nil
+}
+
+// New builds the env: questions from train_path, retrieval from mock mode,
+// the BM25 index or the server.
+func New(cfg Config) (*Env, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	qs, err := LoadQuestions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var r Retriever
+	e := &Env{cfg: cfg, questions: qs, url: cfg.RetrievalServerURL}
+	switch {
+	case cfg.MockMode:
+		r = Mock{}
+	case cfg.Retriever == "server":
+		sc := &ServerClient{URL: cfg.RetrievalServerURL, Timeout: time.Duration(cfg.RetrievalTimeout * float64(time.Second)), HTTP: &http.Client{}}
+		e.HealthErr = sc.Health(context.Background())
+		r = sc
+	default:
+		if r, err = corpusIndex(cfg.CorpusPath); err != nil {
+			return nil, err
+		}
+	}
+	e.retriever = r
+	e.setIndex(0)
+	return e, nil
+}
+
+// NewWithRetriever builds the env over explicit questions and retriever.
+func NewWithRetriever(cfg Config, qs []Question, r Retriever) (*Env, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(qs) == 0 || r == nil {
+		return nil, errors.New("search: no questions or no retriever")
+	}
+	e := &Env{cfg: cfg, questions: qs, retriever: r, url: cfg.RetrievalServerURL}
+	e.setIndex(0)
+	return e, nil
+}
+
+func (e *Env) setIndex(i int) {
+	e.cur = e.questions[i]
+	e.steps = 0
+	e.render = "Question: " + e.cur.Question + "\n" + actionsLine
+}
+
+// Len is the number of questions.
+func (e *Env) Len() int { return len(e.questions) }
+
+// Current returns the current question.
+func (e *Env) Current() Question { return e.cur }
+
+// Reset picks question seed mod N.
+func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	n := int64(len(e.questions))
+	e.setIndex(int(((seed % n) + n) % n))
+	return e.render, nil
+}
+
+func bracket(s, verb string) (string, bool) {
+	if strings.HasPrefix(s, verb+"[") && strings.HasSuffix(s, "]") && len(s) >= len(verb)+2 {
+		return strings.TrimSpace(s[len(verb)+1 : len(s)-1]), true
+	}
+	return "", false
+}
+
+// Step runs search[q], finish[a], or treats other text as an answer.
+func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
+	if err := ctx.Err(); err != nil {
+		return env.StepResult{}, err
+	}
+	e.steps++
+	act := strings.TrimSpace(a.Text)
+	limit := e.steps >= e.cfg.MaxSteps
+	res := env.StepResult{Info: env.Info{"action_is_valid": true, "success": false}}
+	if q, ok := bracket(act, "search"); ok {
+		docs, err := e.retriever.Retrieve(ctx, q, e.cfg.MaxSearchResults)
+		var text string
+		if err != nil {
+			if ctx.Err() != nil {
+				return env.StepResult{}, ctx.Err()
+			}
+			text = errorText(err, e.url, e.cfg.RetrievalTimeout)
+		} else {
+			text = FormatResults(docs, e.cfg.MaxSearchResults, e.cfg.MaxTotalChars)
+		}
+		tail := actionsLine
+		if limit {
+			tail = "Maximum search steps reached. Episode ended without an answer."
+		}
+		e.render = fmt.Sprintf("Search results for '%s':\n%s\n\n%s", q, text, tail)
+		res.Done = limit
+	} else if ans, ok := bracket(act, "finish"); ok {
+		r, exact := e.score(ans)
+		e.render = fmt.Sprintf("Your answer: %s. Reward: %.2f", ans, r)
+		res.Reward, res.Done = r, true
+		res.Info["success"] = exact || r > 0
+	} else if act != "" {
+		x := ExtractAnswer(act)
+		r, exact := e.score(x)
+		e.render = fmt.Sprintf("Your answer (extracted): %s. Reward: %.2f", x, r)
+		res.Reward, res.Done = r, true
+		res.Info["success"] = exact || r > 0
+		res.Info["action_is_valid"] = false
+	} else {
+		e.render = "Invalid action. Use search[<query>] to search or finish[<answer>] to answer.\n" + actionsLine
+		res.Done = limit
+		res.Info["action_is_valid"] = false
+	}
+	res.Observation = e.render
+	return res, nil
+}
+
+func (e *Env) score(ans string) (float64, bool) {
+	return Score(ans, e.cur.GroundTruth, e.cfg.CorrectReward, e.cfg.IncorrectReward, e.cfg.F1Threshold)
+}
+
+// Render returns the current observation.
+func (e *Env) Render() string { return e.render }
+
+// Close does nothing.
+func (e *Env) Close() error { return nil }
