@@ -4,9 +4,9 @@ package all
 // that need something outside the process (a sandbox, a retrieval or Lean
 // server, a simulator bridge).
 import (
+	_ "ragen/env/alfworld"
 	_ "ragen/env/deepcoder"
 	_ "ragen/env/lean"
 	_ "ragen/env/search"
 	_ "ragen/env/webshop"
-	_ "ragen/env/alfworld"
 )
