@@ -120,15 +120,56 @@ type groupStats struct {
 // Config.Validate to check a whole configuration up front.
 func Apply(b Batch, cfg Config) (Result, error) {
 	cfg = cfg.normalized()
-	if cfg.NumGroups < 1 {
-		return Result{}, fmt.Errorf("filter: num_groups must be ≥ 1, got %d", cfg.NumGroups)
-	}
-	metric, err := NormalizeMetric(cfg.Metric)
+	in, err := readInputs(b, cfg) // §1: config and the filter's per-row quantity
 	if err != nil {
 		return Result{}, err
 	}
-	if err := oneOf("grouping", cfg.Grouping, validGroupings); err != nil {
+	u := collapseUnits(b.EpisodeIDs, in.vals, in.kind) // §2: rows -> episodes (turn-level)
+	gr, err := groupUnits(b, cfg, u)                   // §2: units -> groups
+	if err != nil {
 		return Result{}, err
+	}
+	members := make([][]float64, cfg.NumGroups)
+	for i, v := range u.vals {
+		members[gr.unitGroup[i]] = append(members[gr.unitGroup[i]], v)
+	}
+	st := computeStats(members)
+	scores := selectionScores(in.metric, st)
+	top, err := selectGroups(scores, cfg) // §3
+	if err != nil {
+		return Result{}, err
+	}
+	res := keepRows(cfg, u, gr, top, st, in.kind) // §4: applying the selection
+	res.Metrics = filterMetrics(in.kind, st, top, scores)
+	if in.kind == "reward" {
+		res.RewardMatrix = members
+		res.GroupRewardStd = st.std
+	}
+	if len(res.Kept) == 0 {
+		return res, ErrNoneKept
+	}
+	return res, nil
+}
+
+// inputs are the filter's metric, the kind of per-row quantity it reads
+// (reward, length or entropy) and those values as float32.
+type inputs struct {
+	metric, kind string
+	vals         []float64
+}
+
+// readInputs checks the config and the batch and picks the per-row values
+// of the filter the metric dispatches to (spec §1).
+func readInputs(b Batch, cfg Config) (inputs, error) {
+	if cfg.NumGroups < 1 {
+		return inputs{}, fmt.Errorf("filter: num_groups must be ≥ 1, got %d", cfg.NumGroups)
+	}
+	metric, err := NormalizeMetric(cfg.Metric)
+	if err != nil {
+		return inputs{}, err
+	}
+	if err := oneOf("grouping", cfg.Grouping, validGroupings); err != nil {
+		return inputs{}, err
 	}
 	var rowVals []float64
 	var kind string
@@ -144,137 +185,160 @@ func Apply(b Batch, cfg Config) (Result, error) {
 	if n == 0 {
 		if kind == "entropy" {
 			// Upstream raises this when no log-prob function is given.
-			return Result{}, fmt.Errorf("filter: Entropy filtering requires a compute_log_prob callable (metric %s needs per-row entropy values, batch has none)", metric)
+			return inputs{}, fmt.Errorf("filter: Entropy filtering requires a compute_log_prob callable (metric %s needs per-row entropy values, batch has none)", metric)
 		}
-		return Result{}, fmt.Errorf("filter: metric %s needs per-row %s values, batch has none", metric, kind)
+		return inputs{}, fmt.Errorf("filter: metric %s needs per-row %s values, batch has none", metric, kind)
 	}
 	if err := checkLen("GroupIDs", b.GroupIDs, n); err != nil {
-		return Result{}, err
+		return inputs{}, err
 	}
 	if err := checkLen("EpisodeIDs", b.EpisodeIDs, n); err != nil {
-		return Result{}, err
+		return inputs{}, err
 	}
 	vals := make([]float64, n)
 	for i, v := range rowVals {
 		vals[i] = f32(v)
 	}
+	return inputs{metric: metric, kind: kind, vals: vals}, nil
+}
 
-	// Units are rows, or episodes in turn-level batches.
-	rowUnit := make([]int, n)
-	var unitVals []float64
-	var unitFirstRow []int
-	if b.EpisodeIDs != nil {
-		pos := map[int]int{}
-		var members [][]int
-		for r, e := range b.EpisodeIDs {
-			u, ok := pos[e]
-			if !ok {
-				u = len(members)
-				pos[e] = u
-				members = append(members, nil)
-				unitFirstRow = append(unitFirstRow, r)
-			}
-			members[u] = append(members[u], r)
-			rowUnit[r] = u
+// units are what the filter groups: rows, or episodes in turn-level batches.
+type units struct {
+	rowUnit  []int     // row -> unit
+	firstRow []int     // unit -> its first row
+	vals     []float64 // unit -> value
+	episodes bool      // units are episodes
+}
+
+// collapseUnits turns rows into units (spec §2, turn-level batches):
+// without episode ids each row is a unit; with them each episode, in order
+// of first appearance, valued by its first row (reward), the sum over its
+// rows (length) or their mean (entropy).
+func collapseUnits(episodeIDs []int, vals []float64, kind string) units {
+	n := len(vals)
+	u := units{rowUnit: make([]int, n)}
+	if episodeIDs == nil {
+		u.vals = vals
+		u.firstRow = make([]int, n)
+		for r := range n {
+			u.rowUnit[r], u.firstRow[r] = r, r
 		}
-		unitVals = make([]float64, len(members))
-		for u, rows := range members {
-			switch kind {
-			case "reward": // the episode's first row
-				unitVals[u] = vals[rows[0]]
-			case "length": // sum over its rows
-				var s float64
-				for _, r := range rows {
-					s += vals[r]
-				}
-				unitVals[u] = f32(s)
-			default: // entropy: mean over its rows
-				var s float64
-				for _, r := range rows {
-					s += vals[r]
-				}
-				unitVals[u] = f32(s / float64(len(rows)))
-			}
+		return u
+	}
+	u.episodes = true
+	pos := map[int]int{}
+	var members [][]int
+	for r, e := range episodeIDs {
+		i, ok := pos[e]
+		if !ok {
+			i = len(members)
+			pos[e] = i
+			members = append(members, nil)
+			u.firstRow = append(u.firstRow, r)
 		}
-	} else {
-		unitVals = vals
-		unitFirstRow = make([]int, n)
-		for r := range rowUnit {
-			rowUnit[r] = r
-			unitFirstRow[r] = r
+		members[i] = append(members[i], r)
+		u.rowUnit[r] = i
+	}
+	u.vals = make([]float64, len(members))
+	for i, rows := range members {
+		switch kind {
+		case "reward": // the episode's first row
+			u.vals[i] = vals[rows[0]]
+		case "length": // sum over its rows
+			var s float64
+			for _, r := range rows {
+				s += vals[r]
+			}
+			u.vals[i] = f32(s)
+		default: // entropy: mean over its rows
+			var s float64
+			for _, r := range rows {
+				s += vals[r]
+			}
+			u.vals[i] = f32(s / float64(len(rows)))
 		}
 	}
+	return u
+}
 
-	units := len(unitVals)
-	G := cfg.NumGroups
-	unitGroup := make([]int, units)
-	var groupIDs []int
+// grouping assigns units to groups.
+type grouping struct {
+	unitGroup []int // unit -> group
+	groupIDs  []int // group -> its id (first unit's GroupIDs entry, or its index)
+}
+
+// groupUnits groups units positionally (num_groups equal runs, spec §2) or
+// by GroupIDs (GroupByID).
+func groupUnits(b Batch, cfg Config, u units) (grouping, error) {
+	n, G := len(u.vals), cfg.NumGroups
+	gr := grouping{unitGroup: make([]int, n)}
 	if cfg.Grouping == GroupByID {
 		if b.GroupIDs == nil {
-			return Result{}, fmt.Errorf("filter: grouping %q needs GroupIDs", GroupByID)
+			return gr, fmt.Errorf("filter: grouping %q needs GroupIDs", GroupByID)
 		}
 		pos := map[int]int{}
-		for u := range units {
-			id := b.GroupIDs[unitFirstRow[u]]
+		for i := range n {
+			id := b.GroupIDs[u.firstRow[i]]
 			g, ok := pos[id]
 			if !ok {
-				g = len(groupIDs)
+				g = len(gr.groupIDs)
 				pos[id] = g
-				groupIDs = append(groupIDs, id)
+				gr.groupIDs = append(gr.groupIDs, id)
 			}
-			unitGroup[u] = g
+			gr.unitGroup[i] = g
 		}
-		if len(groupIDs) != G {
-			return Result{}, fmt.Errorf("filter: batch has %d distinct group ids, expected num_groups %d", len(groupIDs), G)
+		if len(gr.groupIDs) != G {
+			return gr, fmt.Errorf("filter: batch has %d distinct group ids, expected num_groups %d", len(gr.groupIDs), G)
 		}
-	} else {
-		if units%G != 0 {
-			if b.EpisodeIDs != nil {
-				return Result{}, fmt.Errorf("filter: Number of episodes (%d) must be divisible by num_groups (%d)", units, G)
-			}
-			return Result{}, fmt.Errorf("filter: batch size (%d) must be divisible by num_groups (%d)", units, G)
+		return gr, nil
+	}
+	if n%G != 0 {
+		if u.episodes {
+			return gr, fmt.Errorf("filter: Number of episodes (%d) must be divisible by num_groups (%d)", n, G)
 		}
-		size := units / G
-		if size == 0 {
-			return Result{}, fmt.Errorf("filter: batch of %d rows cannot form %d groups", units, G)
-		}
-		groupIDs = make([]int, G)
-		for g := range G {
-			if b.GroupIDs != nil {
-				groupIDs[g] = b.GroupIDs[unitFirstRow[g*size]]
-			} else {
-				groupIDs[g] = g
-			}
-		}
-		for u := range units {
-			unitGroup[u] = u / size
+		return gr, fmt.Errorf("filter: batch size (%d) must be divisible by num_groups (%d)", n, G)
+	}
+	size := n / G
+	if size == 0 {
+		return gr, fmt.Errorf("filter: batch of %d rows cannot form %d groups", n, G)
+	}
+	gr.groupIDs = make([]int, G)
+	for g := range G {
+		if b.GroupIDs != nil {
+			gr.groupIDs[g] = b.GroupIDs[u.firstRow[g*size]]
+		} else {
+			gr.groupIDs[g] = g
 		}
 	}
-
-	members := make([][]float64, G)
-	for u, v := range unitVals {
-		members[unitGroup[u]] = append(members[unitGroup[u]], v)
+	for i := range n {
+		gr.unitGroup[i] = i / size
 	}
-	st := computeStats(members)
+	return gr, nil
+}
 
-	var selScores []float64
+// selectionScores are the per-group scores the selection ranks, in float32
+// (spec §2): mean for reward, entropy and length, sum for reward_sum, std
+// for the variance metrics.
+func selectionScores(metric string, st groupStats) []float32 {
+	var sc []float64
 	switch metric {
 	case MetricNameReward, MetricNameEntropy, MetricNameLength:
-		selScores = st.mean
+		sc = st.mean
 	case MetricNameRewardSum:
-		selScores = st.sum
+		sc = st.sum
 	default:
-		selScores = st.std
+		sc = st.std
 	}
-	sel32 := make([]float32, G)
-	for g, v := range selScores {
-		sel32[g] = float32(v)
+	out := make([]float32, len(sc))
+	for g, v := range sc {
+		out[g] = float32(v)
 	}
-	top, err := selectGroups(sel32, cfg)
-	if err != nil {
-		return Result{}, err
-	}
+	return out
+}
 
+// filterMetrics are the rollout/ metrics of spec §4: group stats over all
+// and over the selected groups, the kind's own keys, kept and zero counts.
+func filterMetrics(kind string, st groupStats, top []int, scores []float32) map[string]float64 {
 	m := map[string]float64{
 		MetricInGroupStd:        meanAll(st.std),
 		MetricInGroupMax:        meanAll(st.max),
@@ -309,34 +373,32 @@ func Apply(b Batch, cfg Config) (Result, error) {
 		m[MetricChosenInGroupEntropyMean] = meanSel(st.mean, top)
 	}
 	zero := 0
-	for _, v := range sel32 {
+	for _, v := range scores {
 		if float32(math.Abs(float64(v))) <= float32(zeroTol) {
 			zero++
 		}
 	}
 	m[MetricKeptCount] = float64(len(top))
-	m[MetricKeptRatio] = f32(float64(len(top)) / float64(G))
+	m[MetricKeptRatio] = f32(float64(len(top)) / float64(len(scores)))
 	m[MetricZeroCount] = float64(zero)
+	return m
+}
 
+// keepRows applies the selection (spec §4): the rows of the selected
+// groups in their original order, or every row unchanged in no-filter mode
+// (top_p, value ≥ 1, include_zero); reward filters attach each kept row's
+// group std.
+func keepRows(cfg Config, u units, gr grouping, top []int, st groupStats, kind string) Result {
+	n := len(u.rowUnit)
 	rowGroup := make([]int, n)
 	for r := range n {
-		rowGroup[r] = unitGroup[rowUnit[r]]
+		rowGroup[r] = gr.unitGroup[u.rowUnit[r]]
 	}
-	res := Result{
-		SelectedGroups: top,
-		Metrics:        m,
-		GroupIDs:       groupIDs,
-		RowGroup:       rowGroup,
-	}
+	res := Result{SelectedGroups: top, GroupIDs: gr.groupIDs, RowGroup: rowGroup}
 	res.SelectedGroupIDs = make([]int, len(top))
 	for i, g := range top {
-		res.SelectedGroupIDs[i] = groupIDs[g]
+		res.SelectedGroupIDs[i] = gr.groupIDs[g]
 	}
-	if kind == "reward" {
-		res.RewardMatrix = members
-		res.GroupRewardStd = st.std
-	}
-
 	if cfg.Strategy == StrategyTopP && cfg.Value >= 1 && cfg.IncludeZero {
 		res.Unchanged = true
 		res.Kept = make([]int, n)
@@ -344,7 +406,7 @@ func Apply(b Batch, cfg Config) (Result, error) {
 			res.Kept[r] = r
 		}
 	} else {
-		chosen := make([]bool, G)
+		chosen := make([]bool, cfg.NumGroups)
 		for _, g := range top {
 			chosen[g] = true
 		}
@@ -361,10 +423,7 @@ func Apply(b Batch, cfg Config) (Result, error) {
 			res.RewardStd[k] = st.std[rowGroup[r]]
 		}
 	}
-	if len(res.Kept) == 0 {
-		return res, ErrNoneKept
-	}
-	return res, nil
+	return res
 }
 
 func checkLen(name string, v []int, n int) error {

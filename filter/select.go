@@ -37,138 +37,165 @@ func Select(scores []float64, cfg Config) ([]int, error) {
 }
 
 func selectGroups(all []float32, cfg Config) ([]int, error) {
-	idx := make([]int, 0, len(all))
-	scores := make([]float32, 0, len(all))
-	for i, v := range all {
-		if !cfg.IncludeZero {
-			// abs(s) > 1e-10 is false for NaN, so NaN groups are dropped too.
-			if !(float32(math.Abs(float64(v))) > float32(zeroTol)) {
-				continue
-			}
-		}
-		idx = append(idx, i)
-		scores = append(scores, v)
-	}
+	idx, scores := dropZero(all, cfg.IncludeZero)
 	if len(idx) == 0 {
 		return []int{}, nil
 	}
-	pick := func(local []int) []int {
-		out := make([]int, len(local))
-		for i, l := range local {
-			out[i] = idx[l]
-		}
-		return out
-	}
+	var local []int // positions in scores
+	var err error
 	switch cfg.Strategy {
 	case StrategyTopP:
 		if cfg.Value >= 1.0 {
 			return idx, nil
 		}
-		switch cfg.TopPProbMode {
-		case ProbSoftmax:
-			logits := make([]float32, len(scores))
-			switch cfg.FilterType {
-			case TypeLargest:
-				copy(logits, scores)
-			case TypeSmallest:
-				for i, v := range scores {
-					logits[i] = -v
-				}
-			default:
-				return nil, errFilterType(cfg.FilterType)
-			}
-			p := softmax32(logits)
-			order := sortOrder(p, true)
-			sorted := make([]float32, len(p))
-			for i, o := range order {
-				sorted[i] = p[o]
-			}
-			cum := cumsum32(sorted)
-			k := lowerBound32(cum, float32(cfg.Value)) + 1
-			if k > len(idx) {
-				k = len(idx)
-			}
-			return pick(order[:k]), nil
-		case ProbLinear:
-			var order []int
-			switch cfg.FilterType {
-			case TypeLargest:
-				order = sortOrder(scores, true)
-			case TypeSmallest:
-				order = sortOrder(scores, false)
-			default:
-				return nil, errFilterType(cfg.FilterType)
-			}
-			// threshold = value·Σscores − eps, in float32 like the tensor op.
-			threshold := float32(cfg.Value)*sum32(scores) - float32(cfg.SelectionEps)
-			cum := 0.0 // Python float
-			count := 0
-			for _, o := range order {
-				if float32(cum) >= threshold {
-					break
-				}
-				if float64(scores[o]) <= 0 {
-					break
-				}
-				cum += float64(scores[o])
-				count++
-			}
-			if float32(cum) >= threshold {
-				return pick(order[:count]), nil
-			}
-			return []int{}, nil
-		default:
-			return nil, fmt.Errorf("filter: Unknown top_p_prob_mode: %s. Expected one of {'linear', 'softmax'}.", cfg.TopPProbMode)
-		}
+		local, err = selectTopP(scores, cfg)
 	case StrategyTopK, StrategyTopKAbs:
-		var k int
-		if cfg.Strategy == StrategyTopK {
-			k = truncInt(cfg.Value * float64(cfg.numGroupsFor(len(all))))
-		} else {
-			k = truncInt(cfg.Value)
-		}
-		k = min(k, len(idx))
-		k = max(k, 1)
-		keys := make([]float32, len(scores))
-		switch cfg.FilterType {
-		case TypeLargest:
-			copy(keys, scores)
-		case TypeSmallest:
-			for i, v := range scores {
-				keys[i] = -v // (-scores).topk: NaN stays NaN and still ranks first
-			}
-		default:
-			return nil, errFilterType(cfg.FilterType)
-		}
-		order := sortOrder(keys, true)
-		return pick(order[:k]), nil
+		local, err = selectTopK(scores, len(all), cfg)
 	case StrategyMinP:
-		var keep func(v float32) bool
-		switch cfg.FilterType {
-		case TypeLargest:
-			mx := max32(scores)
-			threshold := mx * float32(cfg.Value)
-			cut := threshold - float32(zeroTol)
-			keep = func(v float32) bool { return v >= cut }
-		case TypeSmallest:
-			mn := min32(scores)
-			threshold := mn / float32(cfg.Value+1e-10)
-			cut := threshold + float32(zeroTol)
-			keep = func(v float32) bool { return v <= cut }
-		default:
-			return nil, errFilterType(cfg.FilterType)
-		}
-		out := []int{}
-		for l, v := range scores {
-			if keep(v) {
-				out = append(out, idx[l])
-			}
-		}
-		return out, nil
+		local, err = selectMinP(scores, cfg)
 	default:
 		return nil, fmt.Errorf("filter: Unknown strategy: %s (valid: %s)",
 			cfg.Strategy, strings.Join(validStrategies, ", "))
 	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(local))
+	for i, l := range local {
+		out[i] = idx[l]
+	}
+	return out, nil
+}
+
+// dropZero keeps the groups selection considers: all of them, or without
+// include_zero those with |score| > 1e-10 (NaN scores are dropped too). It
+// returns their indices and scores.
+func dropZero(all []float32, includeZero bool) (idx []int, scores []float32) {
+	idx = make([]int, 0, len(all))
+	scores = make([]float32, 0, len(all))
+	for i, v := range all {
+		// abs(s) > 1e-10 is false for NaN, so NaN groups are dropped too.
+		if !includeZero && !(float32(math.Abs(float64(v))) > float32(zeroTol)) {
+			continue
+		}
+		idx = append(idx, i)
+		scores = append(scores, v)
+	}
+	return idx, scores
+}
+
+// selectTopP is top_p below 1 in either probability mode (spec §3).
+func selectTopP(scores []float32, cfg Config) ([]int, error) {
+	switch cfg.TopPProbMode {
+	case ProbSoftmax:
+		return topPSoftmax(scores, cfg)
+	case ProbLinear:
+		return topPLinear(scores, cfg)
+	}
+	return nil, fmt.Errorf("filter: Unknown top_p_prob_mode: %s. Expected one of {'linear', 'softmax'}.", cfg.TopPProbMode)
+}
+
+// topPSoftmax keeps the most probable groups under softmax(±scores) until
+// their cumulative probability reaches value (at least one group).
+func topPSoftmax(scores []float32, cfg Config) ([]int, error) {
+	logits := make([]float32, len(scores))
+	switch cfg.FilterType {
+	case TypeLargest:
+		copy(logits, scores)
+	case TypeSmallest:
+		for i, v := range scores {
+			logits[i] = -v
+		}
+	default:
+		return nil, errFilterType(cfg.FilterType)
+	}
+	p := softmax32(logits)
+	order := sortOrder(p, true)
+	sorted := make([]float32, len(p))
+	for i, o := range order {
+		sorted[i] = p[o]
+	}
+	cum := cumsum32(sorted)
+	k := min(lowerBound32(cum, float32(cfg.Value))+1, len(scores))
+	return order[:k], nil
+}
+
+// topPLinear walks the groups in score order, summing scores until the sum
+// reaches value·Σscores − selection_eps; a score ≤ 0 ends the walk, and a
+// walk that never reaches the threshold keeps nothing.
+func topPLinear(scores []float32, cfg Config) ([]int, error) {
+	var order []int
+	switch cfg.FilterType {
+	case TypeLargest:
+		order = sortOrder(scores, true)
+	case TypeSmallest:
+		order = sortOrder(scores, false)
+	default:
+		return nil, errFilterType(cfg.FilterType)
+	}
+	// threshold = value·Σscores − eps, in float32 like the tensor op.
+	threshold := float32(cfg.Value)*sum32(scores) - float32(cfg.SelectionEps)
+	cum := 0.0 // Python float
+	count := 0
+	for _, o := range order {
+		if float32(cum) >= threshold || float64(scores[o]) <= 0 {
+			break
+		}
+		cum += float64(scores[o])
+		count++
+	}
+	if float32(cum) >= threshold {
+		return order[:count], nil
+	}
+	return []int{}, nil
+}
+
+// selectTopK is top_k (k = int(value·num_groups)) and top_k_abs (k =
+// int(value)), k clamped to [1, remaining], in score order.
+func selectTopK(scores []float32, numGroups int, cfg Config) ([]int, error) {
+	var k int
+	if cfg.Strategy == StrategyTopK {
+		k = truncInt(cfg.Value * float64(cfg.numGroupsFor(numGroups)))
+	} else {
+		k = truncInt(cfg.Value)
+	}
+	k = max(min(k, len(scores)), 1)
+	keys := make([]float32, len(scores))
+	switch cfg.FilterType {
+	case TypeLargest:
+		copy(keys, scores)
+	case TypeSmallest:
+		for i, v := range scores {
+			keys[i] = -v // (-scores).topk: NaN stays NaN and still ranks first
+		}
+	default:
+		return nil, errFilterType(cfg.FilterType)
+	}
+	return sortOrder(keys, true)[:k], nil
+}
+
+// selectMinP keeps, in index order, the groups within a factor value of the
+// best score: ≥ max·value − 1e-10 (largest) or ≤ min/(value + 1e-10) +
+// 1e-10 (smallest).
+func selectMinP(scores []float32, cfg Config) ([]int, error) {
+	var keep func(v float32) bool
+	switch cfg.FilterType {
+	case TypeLargest:
+		cut := float32(max32(scores)*float32(cfg.Value)) - float32(zeroTol) // rounded product: no FMA
+		keep = func(v float32) bool { return v >= cut }
+	case TypeSmallest:
+		cut := float32(min32(scores)/float32(cfg.Value+1e-10)) + float32(zeroTol)
+		keep = func(v float32) bool { return v <= cut }
+	default:
+		return nil, errFilterType(cfg.FilterType)
+	}
+	out := []int{}
+	for l, v := range scores {
+		if keep(v) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // numGroupsFor is the configured group count used by top_k (upstream uses
