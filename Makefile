@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 20m
 # build and test with CGO_ENABLED=0, and run under the race detector.
 PURE_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v 'ragen/internal/torch' | cut -d' ' -f1)
 
-.PHONY: all deps deps-bench deps-test build vet apicheck test test-pure test-race bench demo gpu-bundle clean
+.PHONY: all deps deps-bench deps-test build vet apicheck test test-pure test-race test-examples bench demo gpu-bundle clean
 
 all: build
 
@@ -40,7 +40,16 @@ apicheck: deps
 
 test: deps deps-test vet apicheck
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
-	$(MAKE) --no-print-directory test-pure test-race
+	$(MAKE) --no-print-directory test-pure test-race test-examples
+
+# Every program under examples/ is its own module (require ragen, replace
+# ragen => ../..): vetting and testing each one from its own folder proves
+# that it uses only the exported API.
+test-examples:
+	@set -e; for d in examples/*/; do \
+		echo "examples: $$d"; \
+		(cd $$d && GOFLAGS=-mod=mod $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) test -count=1 -timeout 5m ./...); \
+	done
 
 test-pure:
 	CGO_ENABLED=0 $(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(PURE_PKGS)
