@@ -113,7 +113,22 @@ func InertKeys(t *Tree) []InertKey {
 		if base != nil {
 			// gradient checkpointing is on in upstream's defaults and changes
 			// memory use: always named when on
-			if bv, err := base.Get(k); err == nil && equalValues(bv, v) && !(r.Name == "gradient-checkpointing" && v == true) {
+			same := false
+			if bv, err := base.Get(k); err == nil && equalValues(bv, v) {
+				same = true
+			}
+			// an interpolation left as the base config writes it
+			// (tokenizer_path: ${actor_rollout_ref.model.path}) is a default too
+			if segs, err := splitPath(k); err == nil {
+				rv, ok1 := lookup(t.raw, segs)
+				bv, ok2 := lookup(base.raw, segs)
+				if ok1 && ok2 && equalValues(rv, bv) {
+					if s, isStr := rv.(string); isStr && strings.Contains(s, "${") {
+						same = true
+					}
+				}
+			}
+			if same && !(r.Name == "gradient-checkpointing" && v == true) {
 				ik.Default = true
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"ragen/llm"
 	"ragen/starpo"
 	"ragen/torch"
 )
@@ -150,4 +151,65 @@ func readJSONLines[T any](t *testing.T, path string) []T {
 	}
 	require.NoError(t, sc.Err())
 	return out
+}
+
+// TestRunScriptStartsOnTinyModel: an upstream run script's override set,
+// unmodified, with only the model and the sizes shrunk to the tiny model,
+// trains a step.
+func TestRunScriptStartsOnTinyModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one tiny Sokoban step")
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "testdata", "runs", "run_top_p_sweep.args"))
+	require.NoError(t, err)
+	args := []string{"train"}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			args = append(args, l)
+		}
+	}
+	dir := t.TempDir()
+	args = append(args, "model_path=tiny", "+demo.model.max_position_embeddings=4096", "trainer.total_training_steps=1", "trainer.val_before_train=False", "trainer.test_freq=1",
+		"trainer.logger=[console,jsonl]", "trainer.default_local_dir="+dir,
+		"es_manager.train.env_groups=2", "es_manager.train.group_size=4", "es_manager.train.env_configs.n_groups=[2]",
+		"es_manager.val.env_groups=2", "es_manager.val.env_configs.n_groups=[2]", "agent_proxy.max_turn=1",
+		"ppo_mini_batch_size=8", "micro_batch_size_per_gpu=8", "actor_rollout_ref.rollout.response_length=8",
+		"collapse_detection.first_turn_enabled=False", "collapse_detection.multi_turn_enabled=False")
+	require.NoError(t, run(context.Background(), args))
+	_, err = os.Stat(filepath.Join(dir, "metrics.jsonl"))
+	require.NoError(t, err)
+}
+
+// TestCriticFromItsOwnFolder: critic.model.path names a model folder; the
+// critic's trunk is that model, not the actor.
+func TestCriticFromItsOwnFolder(t *testing.T) {
+	dir := t.TempDir()
+	tr, _, err := loadTree([]string{"--config-name", "demo", "algorithm.adv_estimator=gae", "demo.model.seed=7"}, "base")
+	require.NoError(t, err)
+	other, tok, err := loadModel(tr, "cpu")
+	require.NoError(t, err)
+	require.NoError(t, saveModel(dir, other, tok))
+	other.Close()
+	tr, _, err = loadTree([]string{"--config-name", "demo", "algorithm.adv_estimator=gae", "critic.model.path=" + dir}, "base")
+	require.NoError(t, err)
+	actor, _, err := loadModel(tr, "cpu")
+	require.NoError(t, err)
+	defer actor.Close()
+	c, err := loadCritic(tr, actor, "cpu")
+	require.NoError(t, err)
+	defer c.Close()
+	fromActor, err := llm.NewCritic(actor)
+	require.NoError(t, err)
+	defer fromActor.Close()
+	s := torch.NewScope()
+	defer s.Close()
+	w1 := s.Float32s(c.Trunk().Trainable()[0])
+	w2 := s.Float32s(fromActor.Trunk().Trainable()[0])
+	require.NoError(t, s.Err())
+	require.NotEqual(t, w1, w2, "the critic's trunk comes from critic.model.path, not from the actor")
+	// a folder that is not a model is a clear error
+	tr, _, err = loadTree([]string{"--config-name", "demo", "algorithm.adv_estimator=gae", "critic.model.path=" + t.TempDir()}, "base")
+	require.NoError(t, err)
+	_, err = loadCritic(tr, actor, "cpu")
+	require.ErrorContains(t, err, "critic.model.path")
 }
