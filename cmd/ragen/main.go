@@ -26,11 +26,14 @@ const usage = `ragen: StarPO training and evaluation of LLM agents in multi-turn
 
 usage:
   ragen train [--config-name NAME] [--config-path DIR] [--cfg job] [key=value ...]
+  ragen train -m [--jobs N] [key=a,b,c ...] [hydra.sweep.dir=DIR]   (multirun, sweep summary)
   ragen eval  [--config-name NAME] [--policy model|api|oracle|random] [key=value ...]
   ragen sft   [--config-name NAME] [key=value ...]
   ragen demo  [--out DIR] [--quick]
   ragen view  FILE.jsonl [--max N]
   ragen serve-envs [--addr 127.0.0.1:8111] [--max-envs N] [--idle-timeout 10m]
+  ragen plot  grad-analysis|reward-dist|reward-matrix FILE.jsonl... [--out DIR]
+  ragen visualize FILE.jsonl [--addr 127.0.0.1:8000]
   ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND ...
   ragen version
 
@@ -69,6 +72,10 @@ func run(ctx context.Context, args []string) error {
 		return cmdView(rest)
 	case "serve-envs":
 		return cmdServeEnvs(ctx, rest)
+	case "plot":
+		return cmdPlot(rest)
+	case "visualize":
+		return cmdVisualize(ctx, rest)
 	case "launch":
 		return cmdLaunch(ctx, rest)
 	case "version":
@@ -78,5 +85,5 @@ func run(ctx context.Context, args []string) error {
 		fmt.Print(usage)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, version)", cmd)
+	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, plot, visualize, version)", cmd)
 }
