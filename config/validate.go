@@ -548,8 +548,10 @@ func (v *validator) envEntry(tag string, em *Map) {
 		v.errf(key+".env_type", "missing (required)")
 	} else if s, isStr := et.(string); !isStr {
 		v.errf(key+".env_type", "want a string, found %s", describe(et))
-	} else if !contains(validEnvTypes, s) {
-		v.errf(key+".env_type", "unknown env type %q%s; registered: %s", s, didYouMean(s, validEnvTypes), strings.Join(validEnvTypes, ", "))
+	} else if types := envTypes(); !contains(types, s) {
+		v.errf(key+".env_type", "unknown env type %q%s; registered: %s", s, didYouMean(s, types), strings.Join(types, ", "))
+	} else {
+		defer v.envPreflight(tag, s, em)
 	}
 	if m, ok := em.Get("max_actions_per_traj"); !ok {
 		v.errf(key+".max_actions_per_traj", "missing (required)")
