@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ type Config struct {
 	// Backoff is the wait before the first retry, doubled on each further
 	// one. 0 means DefaultBackoff. YAML as for Timeout.
 	Backoff time.Duration `yaml:"backoff"`
+	// Token is the server's bearer token ("" means the RAGEN_ENV_TOKEN
+	// environment variable, if set).
+	Token string `yaml:"token"`
 }
 
 // Defaults of Config.
@@ -152,6 +156,9 @@ func NewContext(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.Backoff == 0 {
 		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Token == "" {
+		cfg.Token = os.Getenv(TokenEnv)
 	}
 	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.URL, "/"), hc: &http.Client{Transport: sharedTransport}}
 	body, err := marshalValue(map[string]any{"env_type": cfg.EnvType, "env_config": cfg.EnvConfig})
@@ -269,16 +276,20 @@ func (c *Client) ActionLookup() map[int]string { return c.lookup }
 // env has none).
 func (c *Client) Grid() [][]int { return c.grid }
 
-// Close deletes the env on the server, within the configured timeout. An
-// env the server no longer knows (expired, already deleted) is not an
-// error. Closing twice is a no-op.
-func (c *Client) Close() error {
+// Close deletes the env on the server, within the configured timeout and
+// retries. An env the server no longer knows (expired, already deleted) is
+// not an error. Closing twice is a no-op.
+func (c *Client) Close() error { return c.CloseContext(context.Background()) }
+
+// CloseContext is Close under ctx: cancelling ctx or passing its deadline
+// ends the attempts (and their backoff waits) at once.
+func (c *Client) CloseContext(ctx context.Context) error {
 	if c.closed {
 		return nil
 	}
 	c.closed = true
 	path := "/v1/envs/" + c.id
-	err := c.call(context.Background(), "close", http.MethodDelete, path, nil, true, nil)
+	err := c.call(ctx, "close", http.MethodDelete, path, nil, true, nil)
 	var he *Error
 	if errors.As(err, &he) && he.Status == http.StatusNotFound {
 		return nil
@@ -368,6 +379,9 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte) (in
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, nil, unwrapURLError(err)
@@ -427,10 +441,11 @@ func configFromEnvConfig(m map[string]any) (Config, error) {
 		URL     string `yaml:"url"`
 		EnvType string `yaml:"env_type"`
 		// EnvConfig is read from m directly; the field makes it a valid key.
-		EnvConfig any  `yaml:"env_config"`
-		Timeout   any  `yaml:"timeout"`
-		Retries   *int `yaml:"retries"`
-		Backoff   any  `yaml:"backoff"`
+		EnvConfig any    `yaml:"env_config"`
+		Timeout   any    `yaml:"timeout"`
+		Retries   *int   `yaml:"retries"`
+		Backoff   any    `yaml:"backoff"`
+		Token     string `yaml:"token"`
 	}
 	rest := make(map[string]any, len(m))
 	for k, v := range m {
@@ -443,7 +458,7 @@ func configFromEnvConfig(m map[string]any) (Config, error) {
 		errs = append(errs, fmt.Errorf("httpenv: %w", err))
 	}
 	cfg := DefaultConfig()
-	cfg.URL, cfg.EnvType = rc.URL, rc.EnvType
+	cfg.URL, cfg.EnvType, cfg.Token = rc.URL, rc.EnvType, rc.Token
 	switch inner := m["env_config"].(type) {
 	case nil:
 	case map[string]any:

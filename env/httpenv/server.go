@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -32,13 +33,60 @@ type Options struct {
 	// New builds an env; nil means env.New (the registry: import
 	// ragen/env/all, or only the env packages to serve).
 	New func(envType string, envConfig map[string]any) (env.BaseEnv, error)
+
+	// AllowedDirs are the folders whose files a client's env_config may
+	// name (keys ending in _file, _path, _dir, ...). None (the default)
+	// refuses every such key: a client cannot make the server read
+	// anything. Paths are resolved (symlinks too) and must stay inside;
+	// a path outside is refused without touching the file system, so
+	// errors do not tell which files exist.
+	AllowedDirs []string
+	// MaxFileBytes caps a file a client names (and refuses devices and
+	// pipes). 0 means DefaultMaxFileBytes.
+	MaxFileBytes int64
+	// AllowURLs lets a client's env_config name URLs (keys ending in
+	// url); off by default, so a client cannot make the server connect
+	// elsewhere. Keys naming programs (python_path, ...) are always
+	// refused.
+	AllowURLs bool
+	// Token, when set, is the bearer token every request but GET
+	// /v1/health must carry (Authorization: Bearer TOKEN).
+	Token string
+	// MaxMemoryBytes caps the server's Go heap: creates and resets are
+	// answered 503 while it is above, and Serve sets it as the runtime's
+	// soft memory limit. 0 means DefaultMaxMemoryBytes; negative, no cap.
+	MaxMemoryBytes int64
+	// MaxEnvBytes caps what one create, reset or step may allocate; an
+	// env that goes over is closed and the call answered 507. It is
+	// measured as the process's allocation during the call, so calls
+	// that overlap count each other's (conservative). 0 means
+	// DefaultMaxEnvBytes; negative, no cap.
+	MaxEnvBytes int64
+	// MaxConns caps the open connections of Serve; further clients wait
+	// in the listen backlog. 0 means DefaultMaxConns.
+	MaxConns int
+	// ReadTimeout bounds reading a request (headers and body), WriteTimeout
+	// the handling and reply, ConnIdleTimeout a keep-alive connection
+	// between requests. 0 means the defaults below.
+	ReadTimeout, WriteTimeout, ConnIdleTimeout time.Duration
+	// ShutdownTimeout bounds how long Serve waits, after ctx is done, for
+	// calls in progress and env Close calls. 0 means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
 }
 
 // Defaults of Options.
 const (
-	DefaultMaxEnvs      = 1024
-	DefaultIdleTimeout  = 10 * time.Minute
-	DefaultMaxBodyBytes = 1 << 20
+	DefaultMaxEnvs         = 1024
+	DefaultIdleTimeout     = 10 * time.Minute
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultMaxFileBytes    = 256 << 20
+	DefaultMaxMemoryBytes  = 8 << 30
+	DefaultMaxEnvBytes     = 1 << 30
+	DefaultMaxConns        = 512
+	DefaultReadTimeout     = 10 * time.Second
+	DefaultWriteTimeout    = 5 * time.Minute
+	DefaultConnIdleTimeout = 2 * time.Minute
+	DefaultShutdownTimeout = 3 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -51,6 +99,30 @@ func (o Options) withDefaults() Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.MaxMemoryBytes == 0 {
+		o.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	if o.MaxEnvBytes == 0 {
+		o.MaxEnvBytes = DefaultMaxEnvBytes
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.ConnIdleTimeout <= 0 {
+		o.ConnIdleTimeout = DefaultConnIdleTimeout
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	if o.New == nil {
 		o.New = env.New
 	}
@@ -60,8 +132,11 @@ func (o Options) withDefaults() Options {
 // Server serves envs over the protocol of the package doc. It is an
 // http.Handler; Close closes every live env.
 type Server struct {
-	opts Options
-	mux  *http.ServeMux
+	opts   Options
+	mux    *http.ServeMux
+	files  *filePolicy
+	gcMu   sync.Mutex
+	lastGC time.Time
 
 	mu      sync.Mutex
 	envs    map[string]*entry
@@ -84,10 +159,26 @@ type entry struct {
 }
 
 // NewServer returns a Server. It starts a goroutine that expires idle envs;
-// Close stops it.
+// Close stops it. An allowed folder that is not one panics; use
+// NewServerChecked to get an error instead.
 func NewServer(opts Options) *Server {
+	s, err := NewServerChecked(opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NewServerChecked is NewServer returning an error for unusable Options.
+func NewServerChecked(opts Options) (*Server, error) {
+	opts = opts.withDefaults()
+	files, err := newFilePolicy(opts)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
-		opts:    opts.withDefaults(),
+		files:   files,
+		opts:    opts,
 		mux:     http.NewServeMux(),
 		envs:    map[string]*entry{},
 		expired: map[string]time.Time{},
@@ -101,12 +192,17 @@ func NewServer(opts Options) *Server {
 	s.mux.HandleFunc("GET /v1/envs/{id}/render", s.render)
 	s.mux.HandleFunc("DELETE /v1/envs/{id}", s.delete)
 	go s.janitor()
-	return s
+	return s, nil
 }
 
 // ServeHTTP implements http.Handler. Unknown routes are answered 404 and
 // method mismatches 405, with JSON errors like every other failure.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !authorized(r, s.opts.Token) && !(r.Method == http.MethodGet && r.URL.Path == "/v1/health") {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ragen-envs"`)
+		writeError(w, http.StatusUnauthorized, "httpenv: missing or wrong bearer token (set token in the http env's config, or "+TokenEnv+")")
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 	s.mux.ServeHTTP(&errorJSONWriter{ResponseWriter: w, method: r.Method, path: r.URL.Path}, r)
 }
@@ -133,13 +229,95 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
 	for id, e := range envs {
-		if err := e.close(); err != nil {
-			errs = append(errs, fmt.Errorf("httpenv: close env %s (%s): %w", id, e.envType, err))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := e.close(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("httpenv: close env %s (%s): %w", id, e.envType, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	t := time.NewTimer(s.opts.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-all:
+	case <-t.C:
+		mu.Lock()
+		errs = append(errs, fmt.Errorf("httpenv: gave up on envs still busy after %s (a call in progress holds them)", s.opts.ShutdownTimeout))
+		mu.Unlock()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// memoryFull reports whether the heap is over MaxMemoryBytes, collecting
+// garbage first (at most every 100 ms) when it looks so.
+func (s *Server) memoryFull() bool {
+	limit := s.opts.MaxMemoryBytes
+	if limit < 0 || heapBytes() <= uint64(limit) {
+		return false
+	}
+	s.gcMu.Lock()
+	if time.Since(s.lastGC) > 100*time.Millisecond {
+		runtime.GC()
+		s.lastGC = time.Now()
+	}
+	s.gcMu.Unlock()
+	return heapBytes() > uint64(limit)
+}
+
+func (s *Server) refuseIfFull(w http.ResponseWriter) bool {
+	if s.memoryFull() {
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("httpenv: server memory cap reached (%d bytes); close envs or retry later", s.opts.MaxMemoryBytes))
+		return true
+	}
+	return false
+}
+
+// errEnvTooBig is an env call that allocated over MaxEnvBytes.
+type errEnvTooBig struct {
+	call  string
+	bytes uint64
+	limit int64
+}
+
+func (e errEnvTooBig) Error() string {
+	return fmt.Sprintf("%s allocated %d bytes, over the server's per-env cap of %d; the env was closed (use a smaller env config)", e.call, e.bytes, e.limit)
+}
+
+// metered runs f and reports errEnvTooBig when the process allocated more
+// than MaxEnvBytes meanwhile.
+func (s *Server) metered(call string, f func() error) error {
+	before := allocBytes()
+	err := f()
+	if lim := s.opts.MaxEnvBytes; lim > 0 && err == nil {
+		if d := allocBytes() - before; d > uint64(lim) {
+			return errEnvTooBig{call: call, bytes: d, limit: lim}
 		}
 	}
-	return errors.Join(errs...)
+	return err
+}
+
+// drop removes and closes an env after a call that broke a cap.
+func (s *Server) drop(id string, e *entry) {
+	s.mu.Lock()
+	if s.envs[id] == e {
+		delete(s.envs, id)
+	}
+	s.mu.Unlock()
+	e.closed = true // e.mu is held by the caller
+	_ = e.env.Close()
 }
 
 func (e *entry) close() error {
@@ -259,6 +437,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.EnvConfig, _ = cfg.(map[string]any)
+	if req.EnvConfig, err = s.files.check(req.EnvConfig); err != nil {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	if s.refuseIfFull(w) {
+		return
+	}
 	// Reserve a slot first so that a burst of creates cannot overshoot
 	// the cap while envs are being built.
 	s.mu.Lock()
@@ -279,13 +464,15 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	var st envStateOut
-	err = protect(func() error {
-		var err error
-		if e.env, err = s.opts.New(req.EnvType, req.EnvConfig); err != nil {
+	err = s.metered("create", func() error {
+		return protect(func() error {
+			var err error
+			if e.env, err = s.opts.New(req.EnvType, req.EnvConfig); err != nil {
+				return err
+			}
+			st, err = stateOf(e.env)
 			return err
-		}
-		st, err = stateOf(e.env)
-		return err
+		})
 	})
 	if err != nil {
 		if e.env != nil {
@@ -319,6 +506,9 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 	if mode == "" {
 		mode = env.ModeTrain
 	}
+	if s.refuseIfFull(w) {
+		return
+	}
 	id, e, ok := s.acquire(w, r)
 	if !ok {
 		return
@@ -326,15 +516,20 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 	defer s.release(e)
 	defer e.mu.Unlock()
 	var out resetOut
-	err := protect(func() error {
-		obs, err := e.env.Reset(r.Context(), *req.Seed, mode)
-		if err != nil {
+	err := s.metered("reset", func() error {
+		return protect(func() error {
+			obs, err := e.env.Reset(r.Context(), *req.Seed, mode)
+			if err != nil {
+				return err
+			}
+			out.Observation = obs
+			out.envStateOut, err = stateOf(e.env)
 			return err
-		}
-		out.Observation = obs
-		out.envStateOut, err = stateOf(e.env)
-		return err
+		})
 	})
+	if tooBig := (errEnvTooBig{}); errors.As(err, &tooBig) {
+		s.drop(id, e)
+	}
 	if err != nil {
 		writeEnvError(w, fmt.Errorf("env %s: reset: %w", id, err))
 		return
@@ -358,7 +553,19 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request) {
 	defer s.release(e)
 	defer e.mu.Unlock()
 	var out stepOut
-	err := protect(func() error {
+	err := s.metered("step", func() error { return s.stepOnce(r, e, req, &out) })
+	if tooBig := (errEnvTooBig{}); errors.As(err, &tooBig) {
+		s.drop(id, e)
+	}
+	if err != nil {
+		writeEnvError(w, fmt.Errorf("env %s: step: %w", id, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) stepOnce(r *http.Request, e *entry, req stepRequest, out *stepOut) error {
+	return protect(func() error {
 		res, err := e.env.Step(r.Context(), env.Action{ID: req.Action.ID, Text: req.Action.Text})
 		if err != nil {
 			return err
@@ -381,11 +588,6 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request) {
 		out.envStateOut, err = stateOf(e.env)
 		return err
 	})
-	if err != nil {
-		writeEnvError(w, fmt.Errorf("env %s: step: %w", id, err))
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request) {
@@ -489,6 +691,9 @@ func writeEnvError(w http.ResponseWriter, err error) {
 	if errors.As(err, &ie) {
 		code = http.StatusInternalServerError
 	}
+	if errors.As(err, new(errEnvTooBig)) {
+		code = http.StatusInsufficientStorage
+	}
 	writeError(w, code, err.Error())
 }
 
@@ -561,8 +766,10 @@ func newID() string {
 }
 
 // ListenAndServe serves envs on addr until ctx is done, then shuts the
-// HTTP server down (waiting up to 5 s for calls in progress) and closes
-// every env. It returns nil after a shutdown caused by ctx.
+// HTTP server down (waiting up to ShutdownTimeout for calls in progress,
+// then closing their connections, which cancels their contexts) and closes
+// every env (again within ShutdownTimeout). It returns nil after a
+// shutdown caused by ctx.
 func ListenAndServe(ctx context.Context, addr string, opts Options) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -571,17 +778,29 @@ func ListenAndServe(ctx context.Context, addr string, opts Options) error {
 	return Serve(ctx, ln, opts)
 }
 
-// Serve is ListenAndServe on an existing listener, which it closes.
+// Serve is ListenAndServe on an existing listener, which it closes. It
+// applies the connection cap and timeouts of opts, and MaxMemoryBytes as
+// the Go runtime's soft memory limit (process-wide).
 func Serve(ctx context.Context, ln net.Listener, opts Options) error {
-	s := NewServer(opts)
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s, err := NewServerChecked(opts)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	o := s.opts
+	if o.MaxMemoryBytes > 0 {
+		debug.SetMemoryLimit(o.MaxMemoryBytes)
+	}
+	ll := newLimitListener(ln, o.MaxConns)
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: min(10*time.Second, o.ReadTimeout), ReadTimeout: o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.ConnIdleTimeout, MaxHeaderBytes: 64 << 10}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	var err error
+	go func() { errc <- hs.Serve(ll) }()
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		ll.Close()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
 		err = hs.Shutdown(sctx)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
