@@ -4,9 +4,11 @@ import (
 	"context"
 	"math/rand"
 	"net"
+	_ "ragen/env/all"
 	"strings"
 	"testing"
 
+	"ragen/config"
 	"ragen/env"
 	"ragen/env/webshop"
 	"ragen/env/webshop/bridgetest"
@@ -175,4 +177,24 @@ func BenchmarkStep(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// config/eval_webshop.yaml loads and validates (its WebShop tag is built
+// against the bridge during validation).
+func TestEvalConfig(t *testing.T) {
+	url := bridgetest.Start(t, false)
+	tree, err := config.Load("eval_webshop", []string{"+custom_envs.WebShop.env_config.bridge_url=" + url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := config.Validate(tree); err != nil {
+		t.Fatal(err)
+	}
+	tree, err = config.Load("eval_webshop", []string{"+custom_envs.WebShop.env_config.bridge_url=http://127.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := config.Validate(tree); err == nil || !strings.Contains(err.Error(), "scripts/envbridge.py") {
+		t.Fatalf("without a bridge: %v", err)
+	}
 }
