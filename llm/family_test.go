@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ragen/llm/safetensors"
@@ -278,5 +279,125 @@ func TestFamilyParity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Real config.json files parse, validate and give the published parameter
+// counts (tied embeddings counted once). Llama-3.2-1B: embed 128256·2048 +
+// 16 layers · (2·2048² + 2·2048·512 + 3·2048·8192 + 2·2048) + 2048 =
+// 1,235,814,400. Qwen3-0.6B: embed 151936·1024 + 28 layers · (1024·2048 +
+// 2·1024·1024 + 2048·1024 + 2·128 + 3·1024·3072 + 2·1024) + 1024 =
+// 596,049,920.
+func TestFamilyConfigs(t *testing.T) {
+	llama := `{"architectures":["LlamaForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+	"bos_token_id":128000,"eos_token_id":[128001,128008,128009],"head_dim":64,"hidden_act":"silu",
+	"hidden_size":2048,"initializer_range":0.02,"intermediate_size":8192,"max_position_embeddings":131072,
+	"mlp_bias":false,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":16,
+	"num_key_value_heads":8,"pretraining_tp":1,"rms_norm_eps":1e-05,"rope_scaling":{"factor":32.0,
+	"high_freq_factor":4.0,"low_freq_factor":1.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},
+	"rope_theta":500000.0,"tie_word_embeddings":true,"torch_dtype":"bfloat16","transformers_version":"4.45.0.dev0",
+	"use_cache":true,"vocab_size":128256}`
+	qwen3 := `{"architectures":["Qwen3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+	"bos_token_id":151643,"eos_token_id":151645,"head_dim":128,"hidden_act":"silu","hidden_size":1024,
+	"initializer_range":0.02,"intermediate_size":3072,"max_position_embeddings":40960,"max_window_layers":28,
+	"model_type":"qwen3","num_attention_heads":16,"num_hidden_layers":28,"num_key_value_heads":8,
+	"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":1000000,"sliding_window":null,
+	"tie_word_embeddings":true,"torch_dtype":"bfloat16","transformers_version":"4.51.0","use_cache":true,
+	"use_sliding_window":false,"vocab_size":151936}`
+	for _, c := range []struct {
+		json  string
+		count int64
+	}{{llama, 1_235_814_400}, {qwen3, 596_049_920}} {
+		cfg, err := ParseConfig([]byte(c.json))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if n := cfg.ParamCount(); n != c.count {
+			t.Errorf("%s: %d parameters, want %d", cfg.ModelType, n, c.count)
+		}
+		// round trip through MarshalConfig keeps rope_scaling and pretraining_tp
+		b, err := MarshalConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseConfig(b)
+		if err != nil || back.Validate() != nil || fmt.Sprint(back.RopeScaling) != fmt.Sprint(cfg.RopeScaling) ||
+			string(back.Extra["pretraining_tp"]) != string(cfg.Extra["pretraining_tp"]) {
+			t.Errorf("%s: config round trip: %v\n%s", cfg.ModelType, err, b)
+		}
+	}
+	// the llama3 scaling keeps short wavelengths, slows long ones by factor
+	cfg, _ := ParseConfig([]byte(llama))
+	inv, plain := llamaInvFreq(cfg), ropeInvFreq(cfg)
+	if inv[0] != plain[0] || math.Abs(inv[31]-plain[31]/32) > 1e-18 {
+		t.Errorf("llama3 inv freq: %g vs %g, %g vs %g/32", inv[0], plain[0], inv[31], plain[31])
+	}
+	for _, bad := range []struct{ json, want string }{
+		{`{"model_type":"llama","rope_scaling":{"rope_type":"yarn","factor":4}}`, `rope_type "yarn" is not supported`},
+		{`{"model_type":"llama","mlp_bias":true}`, "mlp_bias true is not supported"},
+		{`{"model_type":"qwen3","attention_bias":true}`, "attention_bias true is not supported for qwen3"},
+		{`{"model_type":"qwen2","rope_scaling":{"rope_type":"llama3"}}`, "rope_scaling is not supported for qwen2"},
+		{`{"model_type":"gemma"}`, `model_type "gemma" is not supported (valid: [llama qwen2 qwen3])`},
+	} {
+		cfg, err := ParseConfig([]byte(bad.json))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: got %v, want %q", bad.json, err, bad.want)
+		}
+	}
+}
+
+// LoRA and the critic work on the new families: adapters get gradients
+// through the Go forward while the base stays frozen, and a critic built
+// from the actor has the family's trunk and gives one value per token.
+func TestFamilyLoRAAndCritic(t *testing.T) {
+	for _, fam := range []string{"llama", "qwen3"} {
+		m := familyModel(t, fam, 5, fam == "llama")
+		if err := m.EnableLoRA(LoRAConfig{Rank: 2, Alpha: 4, Targets: []string{"all-linear"}, Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+		s := torch.NewScope()
+		ids, pos, attn := leftPadded(t, s)
+		lp, _ := m.TokenLogProbs(s, ids, pos, attn, 1, false)
+		loss := s.Mean(lp, false)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := loss.Backward(nil); err != nil {
+			t.Fatal(err)
+		}
+		var gsum float64
+		for _, p := range m.LoRAParams() {
+			g, err := p.T.Grad()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g != nil {
+				gsum += s.Item(s.Sum(s.Abs(g), false))
+				g.Free()
+			}
+		}
+		if !(gsum > 0) {
+			t.Errorf("%s: LoRA adapters got no gradient", fam)
+		}
+		c, err := NewCritic(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := c.Values(s, ids, pos, attn)
+		if err := s.Err(); err != nil || v.Dim() != 2 || v.Size(0) != 2 || v.Size(1) != 9 {
+			t.Fatalf("%s: critic values %v: %v", fam, v.Shape(), err)
+		}
+		if c.Trunk().Config().ModelType != fam {
+			t.Errorf("critic trunk is %q", c.Trunk().Config().ModelType)
+		}
+		c.Close()
+		s.Close()
+		m.Close()
 	}
 }
