@@ -163,8 +163,8 @@ func TestCheckpointRefusesNonFiniteWeights(t *testing.T) {
 func TestFirstNonFinite(t *testing.T) {
 	assert.Equal(t, -1, firstNonFinite([]byte{0, 0, 0x80, 0x3f}, torch.Float32))
 	assert.Equal(t, 1, firstNonFinite([]byte{0, 0, 0x80, 0x3f, 0, 0, 0xc0, 0x7f}, torch.Float32)) // NaN
-	assert.Equal(t, 0, firstNonFinite([]byte{0x80, 0xff}, torch.BFloat16))                       // -Inf
-	assert.Equal(t, 0, firstNonFinite([]byte{0, 0, 0, 0, 0, 0, 0xf0, 0x7f}, torch.Float64))      // +Inf
+	assert.Equal(t, 0, firstNonFinite([]byte{0x80, 0xff}, torch.BFloat16))                        // -Inf
+	assert.Equal(t, 0, firstNonFinite([]byte{0, 0, 0, 0, 0, 0, 0xf0, 0x7f}, torch.Float64))       // +Inf
 }
 
 // Regression (issue 14): optim.lr=inf passed validation.
