@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	env.Register("bandit", func(m map[string]any) (env.BaseEnv, error) { return New(m) })
+	env.Register("bandit", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
 	// render_mode only; action_lookup is nil until reset, so the prompt
 	// gets neither a vocabulary nor an action list.
 	env.RegisterPromptDefaults("bandit", env.PromptDefaults{})
@@ -104,9 +104,10 @@ type Env struct {
 	render       string
 }
 
-// New builds an env from env_config overrides, taking the next internal
-// seed from the process-wide counter as upstream does.
-func New(envConfig map[string]any) (*Env, error) {
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors), taking the next internal seed from the
+// process-wide counter as upstream does. Scores given as ints print as ints.
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
 	cfg := DefaultConfig()
 	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("bandit: %w", err)
@@ -120,6 +121,12 @@ func New(envConfig map[string]any) (*Env, error) {
 			cfg.IntScores[k] = true
 		}
 	}
+	return New(cfg)
+}
+
+// New builds an env from a config, taking the next internal seed from the
+// process-wide counter as upstream does.
+func New(cfg Config) (*Env, error) {
 	return NewWithInternalSeed(cfg, instanceCounter.Add(1)-1)
 }
 

@@ -120,14 +120,14 @@ func TestInvalidActionAndErrors(t *testing.T) {
 	if err != nil || r.Done || r.Reward != 0 || r.Info["action_is_valid"] != false || e.Render() != before {
 		t.Errorf("invalid id: %+v %v", r, err)
 	}
-	if _, err := New(map[string]any{"split": "dev"}); err == nil || !strings.Contains(err.Error(), "split") {
+	if _, err := FromEnvConfig(map[string]any{"split": "dev"}); err == nil || !strings.Contains(err.Error(), "split") {
 		t.Errorf("bad split: %v", err)
 	}
-	if _, err := New(map[string]any{"split": "dev", "render_mode": "rgb_array"}); err == nil ||
+	if _, err := FromEnvConfig(map[string]any{"split": "dev", "render_mode": "rgb_array"}); err == nil ||
 		!strings.Contains(err.Error(), "split") || !strings.Contains(err.Error(), "render_mode") {
 		t.Errorf("two bad values should both be reported: %v", err)
 	}
-	if _, err := New(map[string]any{"lo_arm_name": "Phoenix"}); err == nil || !strings.Contains(err.Error(), "lo_arm_name") {
+	if _, err := FromEnvConfig(map[string]any{"lo_arm_name": "Phoenix"}); err == nil || !strings.Contains(err.Error(), "lo_arm_name") {
 		t.Errorf("unknown key: %v", err)
 	}
 	if _, err := e.Reset(ctx, -5, env.ModeTrain); err == nil {
@@ -181,7 +181,7 @@ func BenchmarkStepRender(b *testing.B) {
 
 // Scores given as ints in env_config stay Python ints: str(1) is "1".
 func TestIntScores(t *testing.T) {
-	e, err := New(map[string]any{"lo_arm_score": 2, "hi_arm_hiscore": 1.0})
+	e, err := FromEnvConfig(map[string]any{"lo_arm_score": 2, "hi_arm_hiscore": 1.0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestIntScores(t *testing.T) {
 }
 
 func TestArmPairsOption(t *testing.T) {
-	e, err := New(map[string]any{"arm_pairs": []any{[]any{"Red", "Blue"}}})
+	e, err := FromEnvConfig(map[string]any{"arm_pairs": []any{[]any{"Red", "Blue"}}})
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for seed := int64(0); seed < 20; seed++ {
@@ -216,7 +216,7 @@ func TestArmPairsOption(t *testing.T) {
 		}
 	}
 	require.Len(t, seen, 2, "both orders occur")
-	_, err = New(map[string]any{"arm_pairs": []any{[]any{"Red"}, []any{"A", "A"}}})
+	_, err = FromEnvConfig(map[string]any{"arm_pairs": []any{[]any{"Red"}, []any{"A", "A"}}})
 	require.ErrorContains(t, err, "arm_pairs[0]")
 	require.ErrorContains(t, err, "arm_pairs[1]")
 }
@@ -229,7 +229,7 @@ func TestHiscoreProbOutsideUnitInterval(t *testing.T) {
 		prob float64
 		obs  string
 	}{{1.5, "Trader: 1.0 points"}, {-1, "Trader: 0.0 points"}} {
-		e, err := New(map[string]any{"hi_arm_hiscore_prob": tc.prob})
+		e, err := FromEnvConfig(map[string]any{"hi_arm_hiscore_prob": tc.prob})
 		if err != nil {
 			t.Fatalf("prob %v: %v", tc.prob, err)
 		}

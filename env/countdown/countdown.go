@@ -53,13 +53,17 @@ var _ env.BaseEnv = (*Env)(nil)
 
 func init() {
 	env.RegisterPromptDefaults("countdown", env.PromptDefaults{}) // no grid_vocab, no action_lookup
-	env.Register("countdown", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("countdown: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("countdown", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("countdown: %w", err)
+	}
+	return New(cfg)
 }
 
 // New builds the env, loading and filtering cfg.TrainPath unless

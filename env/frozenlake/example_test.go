@@ -9,7 +9,7 @@ import (
 )
 
 func Example() {
-	e, _ := frozenlake.New(map[string]any{"observation_format": "coord"})
+	e, _ := frozenlake.FromEnvConfig(map[string]any{"observation_format": "coord"})
 	obs, _ := e.Reset(context.Background(), 0, env.ModeTrain)
 	fmt.Println(obs)
 	r, _ := e.Step(context.Background(), env.Action{ID: 2}) // Down

@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	env.Register("frozen_lake", func(m map[string]any) (env.BaseEnv, error) { return New(m) })
+	env.Register("frozen_lake", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
 	env.RegisterPromptDefaults("frozen_lake", env.PromptDefaults{
 		ObservationFormat: "grid",
 		GridVocab: [][2]string{{"P", "player"}, {"_", "empty"}, {"O", "hole"}, {"G", "goal"},
@@ -106,19 +106,18 @@ type Env struct {
 	ready      bool
 }
 
-// New builds an env from env_config overrides. If map_seed is set the map
-// is generated right away (as upstream's constructor does); otherwise the
-// env needs a Reset before use.
-func New(envConfig map[string]any) (*Env, error) {
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
 	cfg := DefaultConfig()
 	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("frozenlake: %w", err)
 	}
-	return NewWithConfig(cfg)
+	return New(cfg)
 }
 
-// NewWithConfig builds an env from a config struct.
-func NewWithConfig(cfg Config) (*Env, error) {
+// New builds an env from a config.
+func New(cfg Config) (*Env, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

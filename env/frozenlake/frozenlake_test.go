@@ -173,7 +173,7 @@ func TestGenerateMap(t *testing.T) {
 
 func TestResetGolden(t *testing.T) {
 	for _, format := range []string{"grid", "coord", "grid_coord"} {
-		e, err := New(map[string]any{"observation_format": format})
+		e, err := FromEnvConfig(map[string]any{"observation_format": format})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,8 +227,8 @@ func checkGolden(t *testing.T, path, got string) {
 }
 
 func TestResetDeterministic(t *testing.T) {
-	a, _ := New(nil)
-	b, _ := New(nil)
+	a, _ := FromEnvConfig(nil)
+	b, _ := FromEnvConfig(nil)
 	for seed := range int64(50) {
 		oa, _ := a.Reset(ctx, seed, env.ModeTrain)
 		ob, _ := b.Reset(ctx, seed, env.ModeVal)
@@ -253,16 +253,16 @@ func TestConfigAndErrors(t *testing.T) {
 		{"render_mode": "rgb_array"},
 		{"slippery": true},
 	} {
-		if _, err := New(m); err == nil {
+		if _, err := FromEnvConfig(m); err == nil {
 			t.Errorf("%v: want error", m)
 		}
 	}
-	e, _ := New(nil)
+	e, _ := FromEnvConfig(nil)
 	if _, err := e.Step(ctx, env.Action{ID: 1}); err == nil {
 		t.Error("Step before Reset: want error")
 	}
 	seed := int64(0)
-	e, err := New(map[string]any{"map_seed": seed, "success_rate": 1})
+	e, err := FromEnvConfig(map[string]any{"map_seed": seed, "success_rate": 1})
 	if err != nil || strings.Join(e.Map(), " ") != "FFGS FHFF FHFF FFFF" {
 		t.Fatalf("map_seed: %v %v", e.Map(), err)
 	}
@@ -307,7 +307,7 @@ func TestConcurrentEnvs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, _ := New(nil)
+			e, _ := FromEnvConfig(nil)
 			for s := range 100 {
 				_, _ = e.Reset(ctx, int64(s*8+i), env.ModeTrain)
 				for _, id := range []int{2, 3, 2, 3} {
@@ -321,11 +321,11 @@ func TestConcurrentEnvs(t *testing.T) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	envtest.BenchReset(b, envtest.Build(New(nil)))
+	envtest.BenchReset(b, envtest.Build(FromEnvConfig(nil)))
 }
 
 func BenchmarkStepRender(b *testing.B) {
-	e, _ := New(nil)
+	e, _ := FromEnvConfig(nil)
 	_, _ = e.Reset(ctx, 0, env.ModeTrain)
 	i := 0
 	for b.Loop() {
@@ -345,7 +345,7 @@ func TestPromptDefaultsMatchConfig(t *testing.T) {
 
 // map_lookup (upstream field) remaps tile codes before grid_lookup.
 func TestMapLookup(t *testing.T) {
-	e, err := New(map[string]any{"map_lookup": map[string]any{"P": 0, "F": 2, "H": 1, "G": 3}, "is_slippery": false})
+	e, err := FromEnvConfig(map[string]any{"map_lookup": map[string]any{"P": 0, "F": 2, "H": 1, "G": 3}, "is_slippery": false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestMapLookup(t *testing.T) {
 	if got := e.Render(); got != "POOO\nO_O_\nOOO_\n_OOG" {
 		t.Errorf("grid = %q", got)
 	}
-	if _, err := New(map[string]any{"map_lookup": map[string]any{"F": 1}}); err == nil {
+	if _, err := FromEnvConfig(map[string]any{"map_lookup": map[string]any{"F": 1}}); err == nil {
 		t.Error("incomplete map_lookup: want error")
 	}
 }
@@ -404,7 +404,7 @@ func TestSuccessRateOutsideUnitInterval(t *testing.T) {
 		{-0.5, 0.5, [2]int{1, 0}},
 		{-0.5, 0.8, [2]int{0, 0}},
 	} {
-		if _, err := New(map[string]any{"success_rate": tc.sr}); err != nil {
+		if _, err := FromEnvConfig(map[string]any{"success_rate": tc.sr}); err != nil {
 			t.Fatalf("success_rate %v: %v", tc.sr, err)
 		}
 		cfg := DefaultConfig()

@@ -14,6 +14,6 @@ import (
 // map generation, the slip draws and every render format byte for byte.
 func TestMatchesNumPyReference(t *testing.T) {
 	envtest.Replay(t, "testdata/numpy_reference.json", 80, func(cfg map[string]any, _ int) (env.BaseEnv, error) {
-		return New(cfg)
+		return FromEnvConfig(cfg)
 	})
 }

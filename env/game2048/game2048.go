@@ -94,13 +94,17 @@ var (
 func init() {
 	// Upstream's default action_lookup in dict order, listed in the system prompt.
 	env.RegisterPromptDefaults("game_2048", env.PromptDefaults{ActionNames: []string{"Up", "Right", "Down", "Left"}})
-	env.Register("game_2048", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("game_2048: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("game_2048", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("game_2048: %w", err)
+	}
+	return New(cfg)
 }
 
 // New builds an env seeded like upstream on every reset.

@@ -97,13 +97,17 @@ var _ env.BaseEnv = (*Env)(nil)
 
 func init() {
 	env.RegisterPromptDefaults("metamathqa", env.PromptDefaults{}) // no grid_vocab, no action_lookup
-	env.Register("metamathqa", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("metamathqa: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("metamathqa", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("metamathqa: %w", err)
+	}
+	return New(cfg)
 }
 
 // New builds the env over the dataset cfg resolves to.

@@ -117,13 +117,17 @@ func NewFromState(cfg Config, cube Cube) (*Env, error) {
 func init() {
 	// Upstream's default action_lookup in dict order (ids 1..12), listed in the system prompt.
 	env.RegisterPromptDefaults("rubikscube", env.PromptDefaults{ActionNames: moveNames[1:]})
-	env.Register("rubikscube", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("rubikscube: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("rubikscube", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("rubikscube: %w", err)
+	}
+	return New(cfg)
 }
 
 // Config returns the env's configuration.

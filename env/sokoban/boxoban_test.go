@@ -153,7 +153,7 @@ func TestSolveBoxobanLevels(t *testing.T) {
 }
 
 func TestLevelFileOption(t *testing.T) {
-	e, err := New(map[string]any{"level_file": vendored})
+	e, err := FromEnvConfig(map[string]any{"level_file": vendored})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestLevelFileOption(t *testing.T) {
 	if obs != want {
 		t.Errorf("level 1:\n%s\nwant\n%s", obs, want)
 	}
-	if _, err := New(map[string]any{"level_file": "testdata/missing.txt"}); err == nil {
+	if _, err := FromEnvConfig(map[string]any{"level_file": "testdata/missing.txt"}); err == nil {
 		t.Error("missing level file: want error")
 	}
 }

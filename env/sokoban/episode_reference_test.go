@@ -17,6 +17,6 @@ import (
 // byte.
 func TestMatchesEpisodeReference(t *testing.T) {
 	envtest.Replay(t, "testdata/episode_reference.json", 90, func(cfg map[string]any, _ int) (env.BaseEnv, error) {
-		return New(cfg)
+		return FromEnvConfig(cfg)
 	})
 }

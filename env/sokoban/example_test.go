@@ -10,7 +10,7 @@ import (
 
 // SimpleSokoban's level for seed 0, solved by the BFS solver.
 func Example() {
-	e, _ := sokoban.New(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})
+	e, _ := sokoban.FromEnvConfig(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})
 	obs, _ := e.Reset(context.Background(), 0, env.ModeTrain)
 	fmt.Println(obs)
 	plan, ok, _ := sokoban.Solve(e.Room(), 100, 0)

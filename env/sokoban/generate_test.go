@@ -137,7 +137,7 @@ func TestResetRetriesMatchUpstreamHashSeed0(t *testing.T) {
 	}
 	n := 0
 	for _, set := range sets {
-		e, err := New(map[string]any{"dim_room": []any{set.Rows, set.Cols}, "num_boxes": set.NumBoxes, "search_depth": set.SearchDepth})
+		e, err := FromEnvConfig(map[string]any{"dim_room": []any{set.Rows, set.Cols}, "num_boxes": set.NumBoxes, "search_depth": set.SearchDepth})
 		if err != nil {
 			t.Fatal(err)
 		}

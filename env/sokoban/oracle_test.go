@@ -12,7 +12,7 @@ import (
 func TestOracleSolvesGeneratedRooms(t *testing.T) {
 	var _ env.Oracle = (*Env)(nil)
 	for seed := int64(0); seed < 20; seed++ {
-		e, err := New(map[string]any{"dim_room": []any{6, 6}, "num_boxes": 1})
+		e, err := FromEnvConfig(map[string]any{"dim_room": []any{6, 6}, "num_boxes": 1})
 		require.NoError(t, err)
 		_, err = e.Reset(context.Background(), seed, env.ModeTrain)
 		require.NoError(t, err)

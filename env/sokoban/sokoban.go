@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	env.Register("sokoban", func(m map[string]any) (env.BaseEnv, error) { return New(m) })
+	env.Register("sokoban", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
 	env.RegisterPromptDefaults("sokoban", env.PromptDefaults{
 		ObservationFormat: "grid",
 		GridVocab: [][2]string{{"#", "wall"}, {"_", "empty"}, {"O", "target"}, {"√", "box on target"},
@@ -135,17 +135,18 @@ type Env struct {
 	lastSeedUsed int64
 }
 
-// New builds an env from env_config overrides.
-func New(envConfig map[string]any) (*Env, error) {
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
 	cfg := DefaultConfig()
 	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("sokoban: %w", err)
 	}
-	return NewWithConfig(cfg)
+	return New(cfg)
 }
 
-// NewWithConfig builds an env from a config struct.
-func NewWithConfig(cfg Config) (*Env, error) {
+// New builds an env from a config.
+func New(cfg Config) (*Env, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -170,7 +171,7 @@ func NewWithConfig(cfg Config) (*Env, error) {
 // NewFromRoom builds an env in an explicit position (e.g. a Boxoban level).
 // The reward counts against the room's number of boxes.
 func NewFromRoom(cfg Config, room Room) (*Env, error) {
-	e, err := NewWithConfig(cfg)
+	e, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func checkGolden(t *testing.T, path, got string) {
 }
 
 func TestConfig(t *testing.T) {
-	e, err := New(map[string]any{"dim_x": 7, "dim_y": 5, "num_boxes": 2})
+	e, err := FromEnvConfig(map[string]any{"dim_x": 7, "dim_y": 5, "num_boxes": 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestConfig(t *testing.T) {
 	if room := e.Room(); room.Rows != 7 || room.Cols != 5 {
 		t.Errorf("room %dx%d", room.Rows, room.Cols)
 	}
-	e, _ = New(map[string]any{"dim_x": 7}) // only one of the pair: dim_room stays
+	e, _ = FromEnvConfig(map[string]any{"dim_x": 7}) // only one of the pair: dim_room stays
 	if r, c := e.Config().Dims(); r != 6 || c != 6 {
 		t.Errorf("dims %d x %d", r, c)
 	}
@@ -257,11 +257,11 @@ func TestConfig(t *testing.T) {
 		{"dim_rooms": []any{6, 6}},
 		{"max_steps": "many"},
 	} {
-		if _, err := New(bad); err == nil {
+		if _, err := FromEnvConfig(bad); err == nil {
 			t.Errorf("%v: want error", bad)
 		}
 	}
-	e, _ = New(nil)
+	e, _ = FromEnvConfig(nil)
 	if _, err := e.Step(ctx, env.Action{ID: 1}); err == nil {
 		t.Error("Step before Reset: want error")
 	}
@@ -273,7 +273,7 @@ func TestConfig(t *testing.T) {
 // Retries: a 3x3 room has one floor cell, never enough for player + box,
 // so every seed fails and the error says how many retries were made.
 func TestResetRetries(t *testing.T) {
-	e, err := New(map[string]any{"dim_room": []any{3, 3}, "num_boxes": 1, "max_retries": 5})
+	e, err := FromEnvConfig(map[string]any{"dim_room": []any{3, 3}, "num_boxes": 1, "max_retries": 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestResetRetries(t *testing.T) {
 	}
 	// 6x6 with 3 boxes fails for some seeds (upstream's reference data has
 	// 26 of 60); those resets land on RetrySeed(seed) deterministically.
-	e, _ = New(map[string]any{"num_boxes": 3})
+	e, _ = FromEnvConfig(map[string]any{"num_boxes": 3})
 	retried := 0
 	for seed := range int64(20) {
 		o1, err := e.Reset(ctx, seed, env.ModeTrain)
@@ -318,7 +318,7 @@ func TestGeneratedRoomsSolvable(t *testing.T) {
 		{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100},
 		{"dim_x": 8, "dim_y": 8, "num_boxes": 2, "max_steps": 100, "search_depth": 10},
 	} {
-		e, err := New(cfg)
+		e, err := FromEnvConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestConcurrentEnvs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, _ := New(map[string]any{"num_boxes": 1})
+			e, _ := FromEnvConfig(map[string]any{"num_boxes": 1})
 			for s := range 30 {
 				_, _ = e.Reset(ctx, int64(s*4+i), env.ModeTrain)
 				for _, id := range []int{1, 2, 3, 4} {
@@ -361,11 +361,11 @@ func TestConcurrentEnvs(t *testing.T) {
 }
 
 func BenchmarkReset(b *testing.B) {
-	envtest.BenchReset(b, envtest.Build(New(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})))
+	envtest.BenchReset(b, envtest.Build(FromEnvConfig(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})))
 }
 
 func BenchmarkStepRender(b *testing.B) {
-	e, _ := New(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})
+	e, _ := FromEnvConfig(map[string]any{"dim_x": 6, "dim_y": 6, "num_boxes": 1, "max_steps": 100})
 	_, _ = e.Reset(ctx, 0, env.ModeTrain)
 	i := 0
 	for b.Loop() {
@@ -388,7 +388,7 @@ func TestPromptDefaultsMatchConfig(t *testing.T) {
 // search_depth 20, seed 1234), following HEAD: coord has a Board size line
 // and no Walls line; render mode overrides work.
 func TestUpstreamRenderTestSetting(t *testing.T) {
-	e, err := New(map[string]any{"dim_room": []any{5, 5}, "num_boxes": 1, "search_depth": 20})
+	e, err := FromEnvConfig(map[string]any{"dim_room": []any{5, 5}, "num_boxes": 1, "search_depth": 20})
 	if err != nil {
 		t.Fatal(err)
 	}

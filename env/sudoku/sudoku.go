@@ -107,13 +107,17 @@ var _ env.BaseEnv = (*Env)(nil)
 
 func init() {
 	env.RegisterPromptDefaults("sudoku", env.PromptDefaults{}) // no grid_vocab, no action_lookup
-	env.Register("sudoku", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("sudoku: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("sudoku", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("sudoku: %w", err)
+	}
+	return New(cfg)
 }
 
 // New builds an env that generates puzzles like upstream.
