@@ -33,6 +33,9 @@ type Problem struct {
 	Tests       []TestCase // parsed ground_truth
 	StarterCode string
 	FuncName    string // from metadata's func_name ("" for stdin problems)
+	// Solution is a reference answer when the row has one ("solution", or
+	// the first of "solutions"): the env's oracle. Upstream ignores it.
+	Solution string
 }
 
 // rawRow holds the columns a row may have: upstream's preprocessed fields
@@ -45,10 +48,19 @@ type rawRow struct {
 	Tests       json.RawMessage `json:"tests"`
 	StarterCode string          `json:"starter_code"`
 	Metadata    json.RawMessage `json:"metadata"`
+	Solution    string          `json:"solution"`
+	Solutions   json.RawMessage `json:"solutions"`
 }
 
 func (r rawRow) problem() (Problem, error) {
-	p := Problem{StarterCode: r.StarterCode}
+	p := Problem{StarterCode: r.StarterCode, Solution: r.Solution}
+	if p.Solution == "" && len(r.Solutions) > 0 {
+		raw, err := unstring(r.Solutions)
+		var sols []string
+		if err == nil && len(raw) > 0 && json.Unmarshal(raw, &sols) == nil && len(sols) > 0 {
+			p.Solution = sols[0]
+		}
+	}
 	switch {
 	case r.Question != nil:
 		p.Question = *r.Question

@@ -207,6 +207,16 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	}}, nil
 }
 
+// OracleActions returns the problem's reference solution when the data
+// has one (env.Oracle), for demonstrations and `ragen eval --policy
+// oracle`.
+func (e *Env) OracleActions(max int) ([]string, bool, error) {
+	if max < 1 || e.cur.Solution == "" {
+		return nil, false, nil
+	}
+	return []string{e.cur.Solution}, true, nil
+}
+
 // Render returns the question, then the feedback.
 func (e *Env) Render() string { return e.render }
 

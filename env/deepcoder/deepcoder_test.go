@@ -279,3 +279,17 @@ func BenchmarkStep(b *testing.B) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+func TestOracleSolvesAll(t *testing.T) {
+	e := newTestEnv(t, nil)
+	for i := range e.problems {
+		e.set(i)
+		acts, ok, err := e.OracleActions(1)
+		if err != nil || !ok {
+			t.Fatalf("problem %d: no oracle", i)
+		}
+		if r := step(t, e, acts[0]); r.Reward != 1 {
+			t.Errorf("problem %d: %+v", i, r)
+		}
+	}
+}

@@ -278,3 +278,18 @@ func BenchmarkStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
 }
+
+func TestOracle(t *testing.T) {
+	e := newEnv(t, nil)
+	var o env.Oracle = e.(*Env)
+	for seed := int64(0); seed < 38; seed++ {
+		e.Reset(context.Background(), seed, env.ModeVal)
+		acts, ok, err := o.OracleActions(1)
+		if err != nil || !ok || len(acts) != 1 {
+			t.Fatal(acts, ok, err)
+		}
+		if r := step(t, e, acts[0]); r.Reward != 1 || !r.Done {
+			t.Errorf("seed %d: oracle %q scored %+v", seed, acts[0], r)
+		}
+	}
+}
