@@ -55,6 +55,25 @@
 // uninterrupted one would (on CPU, to rounding). Export writes the policy as
 // a Hugging Face folder through the actor's Save.
 //
+// # Extending the trainer
+//
+// Research code in another module plugs into the same loop:
+//
+//   - A custom objective: Deps.ActorLoss receives each micro-batch as an
+//     ActorLossInput (per-token log-probs with their autograd graph, old and
+//     reference log-probs, advantages, mask, optional rollout importance
+//     weights) and returns a scalar loss and its metrics. DefaultActorLoss,
+//     PolicyLossTokens, ValueLossTokens, AggLoss, KLPenalty and
+//     TruncatedISWeights are the pieces RAGEN's own objective is made of.
+//   - A custom advantage estimator: algo.RegisterEstimator, then select it
+//     by name in Config.Algorithm.AdvEstimator (and in YAML configs).
+//   - A custom actor: anything that implements Actor (TokenLogProbs and
+//     Trainable) for the update and ragen.Policy for the rollout.
+//   - Custom rewards and envs live in the rollout (ragen and env packages).
+//
+// Each has a runnable program under examples/ (customloss,
+// customestimator, customactor, customenv).
+//
 // Deliberate differences from upstream are listed in
 // doc/divergences/starpo.md.
 package starpo
