@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ragen/env"
+	"ragen/llm/tokenizer"
 )
 
 func TestParseResponsePublic(t *testing.T) {
@@ -71,4 +72,41 @@ func TestEnvStateManagerStatus(t *testing.T) {
 	assert.Len(t, st.Rewards, 1)
 	_, err = m.Status(1)
 	assert.ErrorContains(t, err, "out of range")
+}
+
+// Masks of "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n
+// <|im_start|>assistant\nA<|im_end|>": the assistant's "A" and its
+// <|im_end|> are response tokens; without the response mask every token
+// after the system turn is trained.
+func TestBuildMasks(t *testing.T) {
+	tok := newWordTok()
+	text := "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nA<|im_end|>"
+	ids := tok.Encode(text)
+	cfg := DefaultConfig()
+	cfg.EnableResponseMask = true
+	m, err := BuildMasks(tok, ids, cfg)
+	require.NoError(t, err)
+	require.Len(t, m.Response, len(ids)-1)
+	var gen []string
+	for j, v := range m.Response {
+		if v == 1 {
+			gen = append(gen, tok.Decode([]int{ids[j+1]}))
+		}
+	}
+	assert.Equal(t, []string{"A", "<|im_end|>"}, gen)
+	assert.Equal(t, m.Response, m.Loss)
+	cfg.EnableResponseMask = false
+	m, err = BuildMasks(tok, ids, cfg)
+	require.NoError(t, err)
+	assert.Greater(t, sum(m.Loss), sum(m.Response))
+	_, err = BuildMasks(tokenizer.NewByte(), []int{1}, cfg)
+	assert.ErrorContains(t, err, "need at least 2")
+}
+
+func sum(x []int) int {
+	n := 0
+	for _, v := range x {
+		n += v
+	}
+	return n
 }
