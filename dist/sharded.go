@@ -207,3 +207,63 @@ func (o *ShardedAdamW) Close() {
 	o.master.Free()
 	o.opt, o.master = nil, nil
 }
+
+// LoadFull sets this rank's moments and step from full-size AdamW moments
+// (one tensor per parameter, as torch.AdamW.State returns): the way a
+// checkpoint written at any world size resumes.
+func (o *ShardedAdamW) LoadFull(m, v []*torch.Tensor, step int64) error {
+	if len(m) != len(o.params) || len(v) != len(o.params) {
+		return fmt.Errorf("dist: sharded adamw: %d/%d moment tensors for %d parameters", len(m), len(v), len(o.params))
+	}
+	ms, vs, _ := o.opt.State()
+	err := withScope(func(s *torch.Scope) error {
+		for _, p := range []struct {
+			full []*torch.Tensor
+			dst  *torch.Tensor
+		}{{m, ms[0]}, {v, vs[0]}} {
+			flat := o.flatten(s, func(i int) (*torch.Tensor, error) {
+				if p.full[i].Numel() != o.sizes[i] {
+					return nil, fmt.Errorf("dist: sharded adamw: moment %d has %d elements, parameter %d", i, p.full[i].Numel(), o.sizes[i])
+				}
+				return s.Cast(p.full[i], o.dtype), nil
+			})
+			if s.Err() != nil {
+				return s.Err()
+			}
+			s.CopyInto(p.dst, s.Narrow(flat, 0, int64(o.g.Rank())*o.shard, o.shard))
+		}
+		return s.Err()
+	})
+	if err != nil {
+		return err
+	}
+	o.opt.SetStep(step)
+	return nil
+}
+
+// Consolidate gathers every rank's moments into full-size tensors m and v
+// (one per parameter, shaped like it). Every rank must call it.
+func (o *ShardedAdamW) Consolidate(ctx context.Context, m, v []*torch.Tensor) error {
+	if len(m) != len(o.params) || len(v) != len(o.params) {
+		return fmt.Errorf("dist: sharded adamw: %d/%d moment tensors for %d parameters", len(m), len(v), len(o.params))
+	}
+	ms, vs, _ := o.opt.State()
+	w := int64(o.g.Size())
+	return withScope(func(s *torch.Scope) error {
+		for _, p := range []struct {
+			shard *torch.Tensor
+			dst   []*torch.Tensor
+		}{{ms[0], m}, {vs[0], v}} {
+			full := s.Zeros([]int64{o.shard * w}, o.dtype, o.dev)
+			if err := o.g.AllGatherFlat(ctx, full, p.shard); err != nil {
+				return err
+			}
+			var off int64
+			for i, n := range o.sizes {
+				s.CopyInto(p.dst[i], s.Reshape(s.Narrow(full, 0, off, n), p.dst[i].Shape()...))
+				off += n
+			}
+		}
+		return s.Err()
+	})
+}

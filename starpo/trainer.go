@@ -148,6 +148,10 @@ type Trainer struct {
 
 	actorParams, criticParams int64 // parameter counts (MFU)
 
+	analysis *analysisSource // separate gradient-analysis rollout (analysis.go); nil: the training batch
+
+	dp *dataParallel // data-parallel rank state (dist.go); nil in one process
+
 	// totals are RAGEN's running timing sums (not checkpointed, as upstream).
 	totals struct {
 		start                                               time.Time
@@ -263,6 +267,7 @@ func (t *Trainer) Close() {
 		t.criticOpt.Close()
 		t.criticOpt = nil
 	}
+	t.dp.close()
 }
 
 // Step is the last finished training step (0 before training).
@@ -385,6 +390,9 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	if err != nil {
 		return nil, "", err
 	}
+	if err := t.dp.checkRows(r); err != nil {
+		return nil, "", err
+	}
 	// 4. rollout filter.
 	var kept *rows
 	var keptRatio float64
@@ -483,7 +491,7 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 		// never).
 		if cfg.Trainer.CriticWarmup <= step {
 			if every := cfg.Trainer.GradientAnalysisEvery; cfg.Trainer.GradientAnalysisMode && every > 0 && (step-1)%every == 0 {
-				if err := tm.do("gradient_analysis", func() error { return t.gradientAnalysis(b, met) }); err != nil {
+				if err := tm.do("gradient_analysis", func() error { return t.runGradientAnalysis(ctx, step, b, met) }); err != nil {
 					return nil, "", err
 				}
 				if cfg.Trainer.ExitAfterGradientAnalysis {
@@ -517,7 +525,7 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	}
 	// 19. checkpoint.
 	if sf := cfg.Trainer.SaveFreq; sf > 0 && (last || step%sf == 0) {
-		if err := tm.do("save_checkpoint", func() error { return t.SaveCheckpoint() }); err != nil {
+		if err := tm.do("save_checkpoint", func() error { return t.dpSave(t.SaveCheckpoint) }); err != nil {
 			return nil, "", err
 		}
 	}

@@ -274,6 +274,7 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 	if !dynamic {
 		budget = 0
 	}
+	t.dp.begin()
 	for epoch := 0; epoch < epochs; epoch++ {
 		ord := t.order(b.B, shuffle, step, epoch)
 		for lo := 0; lo < len(ord); lo += mini {
@@ -288,7 +289,12 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 			if err := torch.ZeroGrad(params); err != nil {
 				return nil, err
 			}
+			own := t.dp.owned(parts, b.tokens)
 			for k, part := range parts {
+				if !own[k] {
+					t.dp.skip()
+					continue
+				}
 				if err := withScope(func(s *torch.Scope) error {
 					l, mt := loss(s, part, len(parts))
 					if s.Err() != nil {
@@ -297,13 +303,18 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 					if err := s.MulS(l, weights[k]).Backward(nil); err != nil {
 						return err
 					}
-					lists.add(mt.Read(s))
+					t.dp.record(lists, mt.Read(s))
 					return s.Err()
 				}); err != nil {
 					return nil, err
 				}
 			}
-			gn, err := torch.ClipGradNorm(params, clip)
+			var gn float64
+			if t.dp != nil {
+				gn, err = t.dp.step(prefix, opt, params, lr, clip) // reduce, clip, update (not when non-finite)
+			} else {
+				gn, err = torch.ClipGradNorm(params, clip)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -316,10 +327,15 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 				}
 				continue
 			}
-			if err := opt.Step(lr); err != nil {
-				return nil, err
+			if t.dp == nil {
+				if err := opt.Step(lr); err != nil {
+					return nil, err
+				}
 			}
 		}
+	}
+	if err := t.dp.gather(lists); err != nil {
+		return nil, err
 	}
 	return lists, torch.ZeroGrad(params)
 }
