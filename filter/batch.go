@@ -103,6 +103,11 @@ type Result struct {
 	SelectedGroupIDs []int
 	// RowGroup[r] is the group index of row r.
 	RowGroup []int
+	// GroupScores[g] is group g's selection score under the configured
+	// metric (reward std, mean or sum of rewards, mean length, entropy or
+	// its std): what the strategy ranked and thresholded, in the float32
+	// precision upstream ranks in. Set for every metric.
+	GroupScores []float64
 }
 
 // groupStats are per-group statistics of the filter's base quantity.
@@ -141,6 +146,10 @@ func Apply(b Batch, cfg Config) (Result, error) {
 	}
 	res := keepRows(cfg, u, gr, top, st, in.kind) // §4: applying the selection
 	res.Metrics = filterMetrics(in.kind, st, top, scores)
+	res.GroupScores = make([]float64, len(scores))
+	for g, v := range scores {
+		res.GroupScores[g] = float64(v)
+	}
 	if in.kind == "reward" {
 		res.RewardMatrix = members
 		res.GroupRewardStd = st.std
