@@ -3,6 +3,7 @@ module ragen
 go 1.26.0
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/stretchr/testify v1.10.0
 	golang.org/x/text v0.44.0
 	golang.org/x/tools v0.52.0
@@ -10,7 +11,6 @@ require (
 )
 
 require (
-	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	golang.org/x/mod v0.42.0 // indirect

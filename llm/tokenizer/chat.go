@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"reflect"
 )
 
 // ChatOptions are the settings of one chat-template rendering.
@@ -46,6 +47,11 @@ func (h *HF) RenderChat(messages any, opt ChatOptions) (string, error) {
 	t, err := h.template()
 	if err != nil {
 		return "", err
+	}
+	// Jinja2 fails on the HF templates' messages[0] for an empty list;
+	// ardanlabs/jinja renders an undefined value instead, so check here.
+	if rv := reflect.ValueOf(messages); messages == nil || (rv.Kind() == reflect.Slice && rv.Len() == 0) {
+		return "", ErrNoMessages
 	}
 	vars := map[string]any{
 		"messages":              messages,

@@ -49,8 +49,8 @@ func ExampleNewStreamDecoder() {
 }
 
 func ExampleParseTemplate_error() {
-	_, err := tokenizer.ParseTemplate("{% for m in messages %}\n{% macro f() %}{% endmacro %}{% endfor %}")
+	_, err := tokenizer.ParseTemplate("{% for m in messages %}\n{% foo %}{% endfor %}")
 	fmt.Println(err)
 	// Output:
-	// chat template: line 2 col 4: unsupported statement {% macro %}
+	// chat template: jinja parse: line 2: unknown statement "foo"
 }

@@ -557,13 +557,15 @@ func FuzzParseHF(f *testing.F) {
 func FuzzJSONValue(f *testing.F) {
 	f.Add([]byte(`{"b": [1, 2.5, "x", null, true, {"a": {}}]}`))
 	f.Add([]byte(`[1e400, -0, "\u00e9"]`))
+	tmpl, err := ParseTemplate("{{ v | tojson }}{{ v }}")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := JSONValue(data)
 		if err != nil {
 			return
 		}
-		var sb strings.Builder
-		_ = toJSON(&sb, v, "", ", ", ": ", false, 0)
-		_ = pyRepr(v)
+		_, _ = tmpl.Render(map[string]any{"v": v})
 	})
 }

