@@ -48,13 +48,13 @@ type Generated struct {
 
 // Generate is upstream's reset-time generation for a seed: it seeds a
 // CPython random.Random and a NumPy legacy RandomState with seed (the
-// all_seed context) and runs GenerateWith.
+// all_seed context) and runs generateWith.
 func Generate(p GenParams, seed int64) (Generated, error) {
 	np, err := pyrand.NewLegacy(seed)
 	if err != nil {
 		return Generated{}, fmt.Errorf("sokoban: %w", err)
 	}
-	return GenerateWith(p, pyrand.NewRandom(seed), np, &Scratch{})
+	return generateWith(p, pyrand.NewRandom(seed), np, &Scratch{})
 }
 
 // Scratch holds reusable buffers for generation; one per goroutine.
@@ -78,10 +78,10 @@ var (
 	changes = [4][2]int{{-1, 0}, {1, 0}, {0, -1}, {0, 1}}
 )
 
-// GenerateWith runs upstream's generate_room (tries=4,
+// generateWith runs upstream's generate_room (tries=4,
 // p_change_directions=0.35) followed by add_random_player_movement, drawing
 // from py (Python random) and np (NumPy legacy) in upstream's order.
-func GenerateWith(p GenParams, py *pyrand.Random, np *pyrand.Legacy, sc *Scratch) (Generated, error) {
+func generateWith(p GenParams, py *pyrand.Random, np *pyrand.Legacy, sc *Scratch) (Generated, error) {
 	if p.Rows < 3 || p.Cols < 3 || p.NumBoxes < 1 || p.SearchDepth < 0 {
 		return Generated{}, fmt.Errorf("sokoban: cannot generate a %dx%d room with %d boxes", p.Rows, p.Cols, p.NumBoxes)
 	}

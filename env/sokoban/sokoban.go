@@ -242,7 +242,7 @@ func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("sokoban: reset(seed %d): %w", seed, err)
 		}
-		g, err := GenerateWith(p, pyrand.NewRandom(s), np, &e.scratch)
+		g, err := generateWith(p, pyrand.NewRandom(s), np, &e.scratch)
 		if err == nil {
 			e.room = g.Room
 			e.targets = e.targets[:0]
