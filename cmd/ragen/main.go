@@ -7,6 +7,7 @@
 //	ragen demo
 //	ragen view  trajectories.jsonl
 //	ragen serve-envs --addr 127.0.0.1:8111
+//	ragen dash runs/demo
 //
 // Configs are upstream's key tree (config/base.yaml and one file per
 // experiment, embedded in the binary); --config-path DIR adds a directory of
@@ -32,6 +33,7 @@ usage:
   ragen demo  [--out DIR] [--quick]
   ragen view  FILE.jsonl [--max N]
   ragen serve-envs [--addr 127.0.0.1:8111] [--max-envs N] [--idle-timeout 10m]
+  ragen dash  [--addr 127.0.0.1:8090] [--token T] [--model DIR] RUN_DIR...
   ragen plot  grad-analysis|reward-dist|reward-matrix FILE.jsonl... [--out DIR]
   ragen visualize FILE.jsonl [--addr 127.0.0.1:8000]
   ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND ...
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdView(rest)
 	case "serve-envs":
 		return cmdServeEnvs(ctx, rest)
+	case "dash":
+		return cmdDash(ctx, rest)
 	case "plot":
 		return cmdPlot(rest)
 	case "visualize":
@@ -85,5 +89,5 @@ func run(ctx context.Context, args []string) error {
 		fmt.Print(usage)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, plot, visualize, version)", cmd)
+	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, plot, visualize, dash, version)", cmd)
 }

@@ -16,7 +16,7 @@ function h(tag, attrs, ...kids) {
     else if (k === "text") el.textContent = v;
     else el.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of kids.flat()) {
+  for (const c of kids.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -74,7 +74,7 @@ function lineChart(parent, title, series, opts) {
   const u = new uPlot({
     width, height: opts.height || 220,
     scales: { x: { time: false } },
-    axes: [{ label: "step" }, { size: 60 }],
+    axes: [{ label: "step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, { size: 60 }],
     cursor: { drag: { x: true, y: false } },
     series: [{ label: "step" }].concat(series.map((s, i) => ({
       label: s.name, stroke: s.color || COLORS[i % COLORS.length], width: 1.6, spanGaps: true,
@@ -304,12 +304,13 @@ async function pageRagen2() {
   const runSel = h("select", { id: "r2-run" }, runs.map(r => h("option", { value: r.id, text: r.name })));
   runSel.value = p.get("run") || (runs.find(r => r.has_filter) || runs[0]).id;
   const stepSel = h("select", { id: "r2-step" });
-  const charts = h("div", { class: "charts", id: "r2-charts" });
+  const charts = h("div", { class: "charts one", id: "r2-charts" });
   const groups = h("div", { id: "r2-groups" });
   $app.append(h("div", { class: "panel filters" }, h("label", {}, "run", runSel), h("label", {}, "step", stepSel)),
-    h("div", { class: "panel" }, h("h2", { text: "Collapse diagnostics next to success" }),
-      h("p", { class: "legend-note", text: "MI near 0 and retrieval accuracy near chance mean the reasoning no longer depends on the input: the policy templates. Drag to zoom, double-click to reset." }), charts),
-    h("div", { class: "panel" }, h("h2", { text: "Rollout filter: groups kept and dropped" }), groups));
+    h("div", { class: "row" },
+      h("div", { class: "panel grow" }, h("h2", { text: "Rollout filter: groups kept and dropped" }), groups),
+      h("div", { class: "panel", style: "width:540px;flex:none" }, h("h2", { text: "Collapse diagnostics next to success" }),
+        h("p", { class: "legend-note", text: "MI near 0 and retrieval accuracy near chance mean the reasoning no longer depends on the input: the policy templates. Drag to zoom, double-click to reset." }), charts)));
   let steps = [];
   async function load() {
     const [m, fl] = await Promise.all([api("/api/metrics?run=" + encodeURIComponent(runSel.value)), api("/api/filter?run=" + encodeURIComponent(runSel.value))]);
@@ -335,7 +336,7 @@ async function pageRagen2() {
     ];
     for (const [title, re] of plots) {
       const s = series(re);
-      if (s.length) lineChart(charts, title, s, { height: 200 });
+      if (s.length) lineChart(charts, title, s, { height: 170 });
       else charts.append(h("div", { class: "chart", "data-title": title }, h("div", { class: "title", text: title }),
         h("p", { class: "muted", text: "not logged by this run" + (title.includes("MI") || title.includes("entropy") || title.includes("retrieval") ? " (collapse_detection.first_turn_enabled / multi_turn_enabled, thinking on, context_window_mode full)" : "") })));
     }
@@ -412,11 +413,11 @@ async function pagePlay() {
     on("delta", e => { if (cur) cur.stream.textContent += e.text; });
     on("result", e => {
       if (!cur) return;
-      cur.box.append(
-        e.think ? [h("div", { class: "muted", text: "thinking" }), h("pre", { class: "think", text: e.think })] : "",
+      cur.box.append(h("div", { class: "turn-result" },
+        e.think ? [h("div", { class: "muted", text: "thinking" }), h("pre", { class: "think", text: e.think })] : null,
         h("div", {}, h("span", { class: "muted", text: "actions: " }), (e.actions || []).length ? e.actions.map(a => h("span", { class: "chip", text: a })) : h("span", { class: "err", text: "none parsed (format penalty)" })),
-        h("div", {}, h("span", { class: "muted", text: "reward: " }), h("b", { class: "reward", text: fmt(e.reward) }), e.done ? h("span", { class: "badge", text: "episode over" }) : ""),
-        e.state ? [h("div", { class: "muted", text: "observation" }), h("pre", { class: "state", text: e.state })] : "");
+        h("div", {}, h("span", { class: "muted", text: "reward: " }), h("b", { class: "reward", text: fmt(e.reward) }), e.done ? h("span", { class: "badge", text: "episode over" }) : null),
+        e.state ? [h("div", { class: "muted", text: "observation" }), h("pre", { class: "state", text: e.state })] : null));
       status("turn " + (e.turn + 1) + " done" + (autoOn ? "" : ": press Step for the next"));
     });
     on("done", e => {

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ragen/dash"
+	"ragen/dash/webdriver"
+)
+
+// trainTinyRun writes a real run folder: two GRPO steps of a one-layer
+// model on the demo bandit (4 groups of 4), collapse metrics on, the
+// filter keeping the top half of the groups.
+func trainTinyRun(t *testing.T, dir string) {
+	t.Helper()
+	args := []string{"train", "--config-name", "demo", "trainer.default_local_dir=" + dir,
+		"trainer.total_training_steps=2", "trainer.test_freq=2", "trainer.logger=[jsonl]",
+		"es_manager.train.env_groups=4", "es_manager.train.group_size=4", "es_manager.train.env_configs.n_groups=[4]",
+		"es_manager.val.env_groups=8", "es_manager.val.env_configs.n_groups=[8]",
+		"ppo_mini_batch_size=8", "micro_batch_size_per_gpu=8",
+		"collapse_detection.first_turn_enabled=True", "collapse_detection.compute_freq=1",
+		"actor_rollout_ref.rollout.rollout_filter_strategy=top_k", "actor_rollout_ref.rollout.rollout_filter_value=0.5",
+		"demo.model.hidden_size=32", "demo.model.intermediate_size=64", "demo.model.num_hidden_layers=1",
+		"demo.model.num_attention_heads=2", "demo.model.num_key_value_heads=1",
+		"actor_rollout_ref.rollout.response_length=24"}
+	if err := run(context.Background(), args); err != nil {
+		t.Fatalf("tiny training run: %v", err)
+	}
+}
+
+func TestDashArgs(t *testing.T) {
+	d, err := parseDashArgs([]string{"runs/a", "--addr", "127.0.0.1:0", "runs/b", "seed.val=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(d.runs, ",") != "runs/a,runs/b" || d.cfgArgs[len(d.cfgArgs)-1] != "seed.val=3" || !d.explicitCfg {
+		t.Fatalf("%+v", d)
+	}
+	for args, want := range map[string]string{
+		"":                           "usage",
+		"runs/a --addr 0.0.0.0:1":    "--token",
+		"runs/a --bogus 1":           "unknown flag --bogus",
+		"runs/a --base-url http://x": "--api-model",
+	} {
+		_, err := parseDashArgs(strings.Fields(args))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", args, err, want)
+		}
+	}
+	t.Setenv("RAGEN_DASH_TOKEN", "tok")
+	if _, err := parseDashArgs([]string{"runs/a", "--addr", "0.0.0.0:1"}); err != nil {
+		t.Fatalf("token from the environment: %v", err)
+	}
+}
+
+// TestDashBrowser trains a tiny run, serves it and checks every page in
+// headless Chromium: charts and trajectories render, the filter's kept and
+// dropped groups show, live polling picks up a new step, the trained model
+// plays an episode streamed into the page, and no page logs a console
+// error. Screenshots go to the test's temp dir (and to $RAGEN_DASH_SHOTS
+// when set; $RAGEN_DASH_RUN serves an existing run instead of training).
+func TestDashBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: skipped in -short mode")
+	}
+	if _, _, err := webdriver.Find(); err != nil {
+		t.Skipf("browser test needs Chromium: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	tmp := t.TempDir()
+	runDir, own := os.Getenv("RAGEN_DASH_RUN"), false
+	if runDir == "" {
+		runDir, own = filepath.Join(tmp, "tiny"), true
+		trainTinyRun(t, runDir)
+	}
+	d, err := parseDashArgs([]string{runDir, "--addr", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := dashOptions(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.PollInterval = 300 * time.Millisecond
+	srv, err := dash.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler("127.0.0.1:0")}
+	go hs.Serve(ln)
+	defer hs.Close()
+	base := "http://" + ln.Addr().String()
+
+	wd, err := webdriver.Start(ctx, filepath.Join(tmp, "profile"), 1280, 860)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wd.Close()
+	shots := os.Getenv("RAGEN_DASH_SHOTS")
+	page := func(name, path string, check func() error) {
+		t.Helper()
+		if err := wd.Navigate(ctx, base+path); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := check(); err != nil {
+			wd.Screenshot(ctx, filepath.Join(tmp, name+"-failed.png"))
+			t.Fatalf("%s page: %v (screenshot in %s)", name, err, tmp)
+		}
+		var bad bool
+		if err := wd.Eval(ctx, `return document.body.textContent.includes('[object ') || document.body.textContent.includes('undefined')`, &bad); err != nil || bad {
+			t.Errorf("%s page: a value was rendered as [object …] or undefined (%v)", name, err)
+		}
+		errs, err := wd.ConsoleErrors(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(errs) > 0 {
+			t.Errorf("%s page: console errors: %v", name, errs)
+		}
+		png := filepath.Join(tmp, name+".png")
+		if err := wd.Screenshot(ctx, png); err != nil {
+			t.Fatal(err)
+		}
+		if shots != "" {
+			copyFile(t, png, filepath.Join(shots, "dash-"+name+".png"))
+		}
+	}
+	wait := func(what, js string) error {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return wd.WaitFor(wctx, what, js)
+	}
+
+	// runs: charts of the default metrics, a long key list, live updates
+	page("runs", "/runs", func() error {
+		if err := wait("charts", `return document.querySelectorAll('#charts .chart canvas').length >= 2`); err != nil {
+			return err
+		}
+		if n, _ := wd.Count(ctx, "#keylist input"); n < 20 {
+			return fmt.Errorf("metric picker lists %d keys, want the run's ~100", n)
+		}
+		var title string
+		wd.Eval(ctx, `return [...document.querySelectorAll('#charts .chart')].map(c => c.dataset.title).join(',')`, &title)
+		if !strings.Contains(title, "val-env/DemoBandit/success") {
+			return fmt.Errorf("charts %q lack val-env/DemoBandit/success", title)
+		}
+		// hover: the legend shows the value under the cursor
+		var legend string
+		if err := wd.Eval(ctx, `const u = document.querySelector('#charts .chart')._uplot; u.setCursor({left: u.bbox.width / devicePixelRatio - 2, top: 10});
+			return [...document.querySelectorAll('#charts .chart')[0].querySelectorAll('.u-series .u-value')].map(e => e.textContent).join('|')`, &legend); err != nil {
+			return err
+		}
+		if !strings.ContainsAny(legend, "0123456789") {
+			return fmt.Errorf("hover legend %q shows no value", legend)
+		}
+		// zoom: a selected x range narrows the scale
+		// zoom: selecting the first half of the x range narrows the scale
+		// (uPlot applies it on the next tick)
+		if err := wd.Eval(ctx, `const u = document.querySelector('#charts .chart')._uplot; const x = u.data[0];
+			window.__zoomTo = x[0] + (x[x.length-1] - x[0]) / 2; u.setScale('x', {min: x[0], max: window.__zoomTo}); return true`, nil); err != nil {
+			return err
+		}
+		if err := wait("zoom", `const u = document.querySelector('#charts .chart')._uplot; return u.scales.x.max === window.__zoomTo && u.scales.x.max < u.data[0][u.data[0].length-1]`); err != nil {
+			return err
+		}
+		// smoothing redraws
+		if err := wd.Eval(ctx, `const s = document.getElementById('smooth'); s.value = 0.6; s.dispatchEvent(new Event('input')); return true`, nil); err != nil {
+			return err
+		}
+		if err := wait("smoothing in the URL", `return location.search.includes('smooth=0.6')`); err != nil {
+			return err
+		}
+		if !own {
+			return nil
+		}
+		// live: a step the trainer appends appears without a reload
+		fh, err := os.OpenFile(filepath.Join(runDir, "metrics.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(fh, `{"step":99,"data":{"val-env/DemoBandit/success":0.5}}`)
+		fh.Close()
+		return wait("live step 99", `return [...document.querySelectorAll('#charts .chart')].some(c => c._uplot.data[0].includes(99))`)
+	})
+
+	// trajectories: the validation rollout, turn by turn; filters apply
+	page("trajectories", "/trajectories", func() error {
+		if err := wait("trajectories", `return document.querySelectorAll('#traj-list details.traj').length > 0`); err != nil {
+			return err
+		}
+		txt, _ := wd.Text(ctx, "#traj-list details.traj .turn pre.state")
+		if !strings.Contains(txt, "bandit") {
+			return fmt.Errorf("first state %q is not the bandit prompt", txt)
+		}
+		count, _ := wd.Text(ctx, "#traj-count")
+		if !strings.Contains(count, "trajectories") {
+			return fmt.Errorf("count %q", count)
+		}
+		var files int
+		wd.Eval(ctx, `return document.querySelectorAll('#traj-file option').length`, &files)
+		if own && files != 4 { // val 0, train 1, train 2, val 2
+			return fmt.Errorf("%d rollout files listed, want 4", files)
+		}
+		// success=yes, then format errors only: the list follows the filter
+		if err := wd.Eval(ctx, `const s = document.getElementById('f-format'); s.value = 'yes'; s.dispatchEvent(new Event('change')); return true`, nil); err != nil {
+			return err
+		}
+		if err := wait("format-error filter", `return location.search.includes('format_error=yes') && [...document.querySelectorAll('#traj-list details.traj')].every(d => d.querySelector('.badge.warn'))`); err != nil {
+			return err
+		}
+		// back to all, on a training step
+		if err := wd.Eval(ctx, `const s = document.getElementById('f-format'); s.value = 'any'; s.dispatchEvent(new Event('change'));
+			const f = document.getElementById('traj-file'); f.value = [...f.options].map(o => o.value).filter(v => v.startsWith('train_')).pop(); f.dispatchEvent(new Event('change')); return true`, nil); err != nil {
+			return err
+		}
+		return wait("a training step's trajectories", `return location.search.includes('file=train_') && !location.search.includes('format_error') && document.querySelectorAll('#traj-list details.traj').length > 0`)
+	})
+
+	// RAGEN-2: the filter's groups with reward std, kept and dropped
+	page("ragen2", "/ragen2", func() error {
+		if err := wait("groups table", `return document.querySelectorAll('#r2-table tr.kept').length > 0`); err != nil {
+			return err
+		}
+		kept, _ := wd.Count(ctx, "#r2-table tr.kept")
+		dropped, _ := wd.Count(ctx, "#r2-table tr.dropped")
+		if own && (kept != 2 || dropped != 2) {
+			return fmt.Errorf("top_k 0.5 of 4 groups: %d kept, %d dropped, want 2 and 2", kept, dropped)
+		}
+		if n, _ := wd.Count(ctx, "#r2-charts .chart"); n != 5 {
+			return fmt.Errorf("%d RAGEN-2 charts, want 5", n)
+		}
+		if n, _ := wd.Count(ctx, "#r2-charts .chart canvas"); n < 2 {
+			return fmt.Errorf("success and filter charts should draw (%d canvases)", n)
+		}
+		return nil
+	})
+
+	// play: the run's exported model plays DemoBandit, streamed
+	page("play", "/play?tag=DemoBandit&policy=model:0&seed=5", func() error {
+		if err := wait("play form", `return document.querySelectorAll('#play-policy option').length >= 3`); err != nil {
+			return err
+		}
+		var pol string
+		wd.Eval(ctx, `return document.getElementById('play-policy').value`, &pol)
+		if pol != "model:0" {
+			return fmt.Errorf("policy %q, want the run's model", pol)
+		}
+		if err := wd.Click(ctx, "#play-start"); err != nil {
+			return err
+		}
+		if err := wait("initial state", `return !document.getElementById('play-step').disabled && document.querySelector('#play-log pre.state') !== null`); err != nil {
+			return err
+		}
+		if err := wd.Click(ctx, "#play-step"); err != nil {
+			return err
+		}
+		if err := wait("episode end", `return document.getElementById('play-done') !== null`); err != nil {
+			return err
+		}
+		stream, _ := wd.Text(ctx, "#stream-0")
+		if strings.TrimSpace(stream) == "" {
+			return fmt.Errorf("no streamed text")
+		}
+		return nil
+	})
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+}
