@@ -17,6 +17,9 @@ import (
 var keepFreed bool
 
 func main() {
+	if bench.UpdateChild() { // a re-executed child measuring one update's memory
+		return
+	}
 	threads := flag.Int("threads", runtime.NumCPU(), "libtorch intra-op threads (both sides)")
 	warmup := flag.Int("warmup", 2, "warm-up steps")
 	runs := flag.Int("runs", 5, "timed steps (minimum is reported)")

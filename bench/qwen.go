@@ -1,0 +1,309 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"ragen/llm"
+	"ragen/llm/llmbench"
+	"ragen/torch"
+)
+
+// The Qwen-shaped rows of `make bench`: decode and training at Qwen2.5's
+// 0.5B shape (2 layers and the full 24) and 1.5B shape (2 layers), against
+// the plain-PyTorch Qwen2 of bench/qwen_peer.py on the same shapes and
+// threads, and the peak memory of one RL update at 8 x 1024 tokens. Every
+// ragen call here is made from an ordinary goroutine (no LockOSThread): the
+// speed a library caller gets.
+
+// QwenRow is one model shape of the table.
+type QwenRow struct {
+	Name string
+	Cfg  llm.Config
+	// Decode: batch, prompt length, new tokens. Train: batch x length.
+	DecB, DecP, DecN, TrB, TrT int
+}
+
+// QwenRows are the shapes `make bench` runs; RAGEN_BENCH_QWEN=quick keeps
+// the 2-layer 0.5B row only.
+func QwenRows() []QwenRow {
+	rows := []QwenRow{
+		{"0.5B-shape 2L", Qwen05B(2), 8, 128, 64, 1, 512},
+		{"1.5B-shape 2L", Qwen15B(2), 8, 128, 64, 1, 512},
+		{"0.5B 24L", Qwen05B(24), 8, 128, 32, 1, 512},
+	}
+	if os.Getenv("RAGEN_BENCH_QWEN") == "quick" {
+		rows = rows[:1]
+	}
+	return rows
+}
+
+func init() {
+	Register(Comparison{Name: "qwen-shaped models (ordinary goroutine caller)", Run: RunQwen})
+}
+
+// peerArgs are qwen_peer.py's positional arguments for a row.
+func peerArgs(what string, r QwenRow, reps int) []string {
+	c := r.Cfg
+	v := []int{c.NumHiddenLayers, c.HiddenSize, c.IntermediateSize, c.NumAttentionHeads, c.NumKeyValueHeads,
+		c.VocabSize, r.DecB, r.DecP, r.DecN, r.TrT, reps}
+	if what == "train" || what == "update" {
+		v[6] = r.TrB
+	}
+	out := []string{what}
+	for _, x := range v {
+		out = append(out, strconv.Itoa(x))
+	}
+	return out
+}
+
+// DecodeBytes is what one decode step must read from memory at context
+// length ctx: every weight once (the tied head reads the whole embedding
+// matrix; the embedding lookup reads B rows, not counted) and the KV cache.
+func DecodeBytes(c llm.Config, batch, ctx int) float64 {
+	kv := 2 * float64(c.NumHiddenLayers) * float64(batch) * float64(c.NumKeyValueHeads*c.HeadDimension()) * float64(ctx)
+	return 4 * (float64(c.ParamCount()) + kv)
+}
+
+// StreamBandwidth measures copy bandwidth (bytes read + written per second)
+// on 256 MB float32 buffers, best of 5.
+func StreamBandwidth() (float64, error) {
+	s := torch.NewScope()
+	defer s.Close()
+	const n = 64 << 20
+	a := s.Full([]int64{n}, 1, torch.Float32, torch.CPU)
+	b := s.Zeros([]int64{n}, torch.Float32, torch.CPU)
+	d, err := TimeStep(func() error { s.CopyInto(b, a); return s.Err() }, 1, 5)
+	if err != nil {
+		return 0, err
+	}
+	return 2 * 4 * n / d.Seconds(), nil
+}
+
+// RunQwen prints the Qwen-shaped table.
+func RunQwen(cfg RunConfig, w io.Writer) error {
+	var pk struct {
+		GFlops float64 `json:"matmul_gflops"`
+		Stream float64 `json:"stream_gb_s"`
+	}
+	dummy := QwenRow{Cfg: Qwen05B(1)}
+	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pk, peerArgs("peak", dummy, 1)...); err != nil {
+		return err
+	}
+	bw, err := StreamBandwidth()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "copy bandwidth: ragen %.1f GB/s, pytorch %.1f GB/s; matmul peak: ragen %.1f, pytorch %.1f GFLOP/s\n",
+		bw/1e9, pk.Stream, cfg.PeakFLOPs/1e9, pk.GFlops)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "model\tparams\tdecode tok/s ragen\tpytorch\tratio\t%% of bandwidth bound\ttrain s ragen\tpytorch\tratio\tMFU ragen\t\n")
+	for _, r := range QwenRows() {
+		if err := qwenRow(cfg, tw, r, bw); err != nil {
+			return fmt.Errorf("%s: %w", r.Name, err)
+		}
+		tw.Flush()
+	}
+	return QwenUpdateMemory(cfg, w)
+}
+
+func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
+	reps := max(1, min(cfg.Runs, 2))
+	var pd, pt struct {
+		Decode float64 `json:"decode_tok_s"`
+		Train  float64 `json:"train_step_s"`
+	}
+	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pd, peerArgs("decode", r, reps)...); err != nil {
+		return err
+	}
+	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pt, peerArgs("train", r, reps)...); err != nil {
+		return err
+	}
+	m, err := llm.New(r.Cfg, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	prompts := llmbench.Prompts(r.DecB, r.DecP, r.Cfg.VocabSize, 1)
+	if _, err := llmbench.Decode(m, prompts, 4); err != nil {
+		return err
+	}
+	dec := 0.0
+	for range reps {
+		v, err := llmbench.Decode(m, prompts, r.DecN)
+		if err != nil {
+			return err
+		}
+		dec = max(dec, v)
+	}
+	tr, err := llmbench.NewTrainer(m, r.TrB, r.TrT, 1e-4)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	d, err := TimeStep(func() error { _, err := tr.Step(); return err }, 1, reps)
+	if err != nil {
+		return err
+	}
+	// bound: B tokens per step at the mean context of the generation
+	bound := float64(r.DecB) * bw / DecodeBytes(r.Cfg, r.DecB, r.DecP+r.DecN/2)
+	mfu := llmbench.TrainFLOPs(r.Cfg, r.TrB*r.TrT) / d.Seconds() / cfg.PeakFLOPs
+	fmt.Fprintf(w, "%s\t%.0fM\t%.1f\t%.1f\t%.2fx\t%.0f%% of %.1f\t%.2f\t%.2f\t%.2fx\t%.0f%%\t\n", r.Name,
+		float64(r.Cfg.ParamCount())/1e6, dec, pd.Decode, dec/pd.Decode, 100*dec/bound, bound,
+		d.Seconds(), pt.Train, pt.Train/d.Seconds(), 100*mfu)
+	return nil
+}
+
+// UpdateResult is one RL update's cost in a fresh process.
+type UpdateResult struct {
+	Seconds    float64 `json:"update_s"`
+	RSSBefore  float64 `json:"rss_before_mb"`
+	PeakRSSMiB float64 `json:"peak_rss_mb"`
+}
+
+// childEnv selects UpdateChild's mode in a re-executed benchall.
+const childEnv = "RAGEN_BENCH_UPDATE_CHILD"
+
+// QwenUpdateMemory prints the peak RSS of one update (log-probs and entropy
+// of every token, loss, backward, AdamW) at the 0.5B shape, each measured in
+// a fresh process, ragen against the PyTorch peer. RAGEN_BENCH_UPDATE sets
+// "layers,batch,len;..." (default "2,8,1024;2,2,1024": the peer's naive
+// logits would need about 20 GB at 8 x 1024, so it runs the smaller batch).
+func QwenUpdateMemory(cfg RunConfig, w io.Writer) error {
+	spec := os.Getenv("RAGEN_BENCH_UPDATE")
+	if spec == "" {
+		spec = "2,8,1024;2,2,1024"
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\none update at the 0.5B shape (log-probs + entropy of every token, backward, AdamW), peak RSS, fresh process each:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "layers\tbatch x len\tragen peak MiB\tragen s\tpytorch peak MiB\tpytorch s\t\n")
+	for _, one := range strings.Split(spec, ";") {
+		var L, B, T int
+		if _, err := fmt.Sscanf(one, "%d,%d,%d", &L, &B, &T); err != nil {
+			return fmt.Errorf("RAGEN_BENCH_UPDATE %q: want layers,batch,len;...", spec)
+		}
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d,%d,%d", childEnv, L, B, T, cfg.Threads))
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("update child: %w", err)
+		}
+		var g UpdateResult
+		if err := lastJSON(out, &g); err != nil {
+			return err
+		}
+		var p UpdateResult
+		r := QwenRow{Cfg: Qwen05B(L), TrB: B, TrT: T}
+		if B*T <= 2048 || os.Getenv("RAGEN_BENCH_UPDATE_PEER_ALL") != "" {
+			if err := RunPeer(cfg.Dir, "qwen_peer.py", &p, peerArgs("update", r, 1)...); err != nil {
+				return err
+			}
+		}
+		ps, pm := "-", "not run"
+		if p.PeakRSSMiB > 0 {
+			ps, pm = fmt.Sprintf("%.1f", p.Seconds), fmt.Sprintf("%.0f", p.PeakRSSMiB)
+		}
+		fmt.Fprintf(tw, "%d\t%dx%d\t%.0f\t%.1f\t%s\t%s\t\n", L, B, T, g.PeakRSSMiB, g.Seconds, pm, ps)
+	}
+	return tw.Flush()
+}
+
+func lastJSON(out []byte, v any) error {
+	var last string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); t != "" {
+			last = t
+		}
+	}
+	if err := json.Unmarshal([]byte(last), v); err != nil {
+		return fmt.Errorf("no JSON result in %q: %w", out, err)
+	}
+	return nil
+}
+
+// UpdateChild runs one update when the process was started by
+// QwenUpdateMemory, prints its result and reports true; otherwise it does
+// nothing and reports false. Call it first in main.
+func UpdateChild() bool {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		return false
+	}
+	var L, B, T, threads int
+	if _, err := fmt.Sscanf(spec, "%d,%d,%d,%d", &L, &B, &T, &threads); err != nil {
+		fmt.Fprintln(os.Stderr, "bad", childEnv, spec)
+		os.Exit(2)
+	}
+	res, err := OneUpdate(Qwen05B(L), B, T, threads)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	b, _ := json.Marshal(res)
+	fmt.Println(string(b))
+	return true
+}
+
+// OneUpdate builds a random model of cfg and times one update on a batch
+// of b x t random tokens; RSS figures are this process's.
+func OneUpdate(cfg llm.Config, b, t, threads int) (UpdateResult, error) {
+	torch.SetNumThreads(threads)
+	m, err := llm.New(cfg, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1})
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	defer m.Close()
+	o, err := torch.NewAdamW(m.Trainable(), torch.DefaultAdamW())
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	defer o.Close()
+	res := UpdateResult{RSSBefore: PeakRSSMiB()}
+	s := torch.NewScope()
+	defer s.Close()
+	ids, pos, attn := llm.PadBatch(s, llmbench.Prompts(b, t, cfg.VocabSize, 3), 0, false, torch.CPU)
+	t0 := time.Now()
+	lp, ent := m.TokenLogProbs(s, ids, pos, attn, 1, true)
+	loss := s.Sub(s.Neg(s.Mean(s.Narrow(lp, 1, 1, int64(t-1)), false)),
+		s.MulS(s.Mean(s.Narrow(ent, 1, 1, int64(t-1)), false), 0.001))
+	if err := s.Err(); err != nil {
+		return res, err
+	}
+	if err := loss.Backward(nil); err != nil {
+		return res, err
+	}
+	if err := o.Step(1e-6); err != nil {
+		return res, err
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	res.PeakRSSMiB = PeakRSSMiB()
+	return res, nil
+}
+
+// PeakRSSMiB is this process's peak resident set (VmHWM), MiB.
+func PeakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
