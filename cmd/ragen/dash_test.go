@@ -117,8 +117,10 @@ func TestDashBrowser(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if err := check(); err != nil {
-			wd.Screenshot(ctx, filepath.Join(tmp, name+"-failed.png"))
-			t.Fatalf("%s page: %v (screenshot in %s)", name, err, tmp)
+			// kept after the test: the temp dir is removed
+			shot := filepath.Join(os.TempDir(), "ragen-dash-"+name+"-failed.png")
+			wd.Screenshot(context.Background(), shot)
+			t.Fatalf("%s page: %v (screenshot: %s)", name, err, shot)
 		}
 		var bad bool
 		if err := wd.Eval(ctx, `return document.body.textContent.includes('[object ') || document.body.textContent.includes('undefined')`, &bad); err != nil || bad {
@@ -275,7 +277,17 @@ func TestDashBrowser(t *testing.T) {
 		if strings.TrimSpace(stream) == "" {
 			return fmt.Errorf("no streamed text")
 		}
-		return nil
+		// Run, then a new episode: it plays to the end without Step
+		if err := wd.Click(ctx, "#play-auto"); err != nil {
+			return err
+		}
+		if err := wd.Eval(ctx, `document.getElementById('play-seed').value = 6; return true`, nil); err != nil {
+			return err
+		}
+		if err := wd.Click(ctx, "#play-start"); err != nil {
+			return err
+		}
+		return wait("an auto-run episode", `return document.getElementById('play-auto').textContent === 'Pause' && document.getElementById('play-done') !== null && document.querySelector('#stream-0') !== null`)
 	})
 }
 

@@ -380,7 +380,7 @@ async function pagePlay() {
   const seed = h("input", { type: "number", id: "play-seed", value: 0, min: 0 });
   const start = h("button", { class: "primary", id: "play-start", text: "New episode" });
   const step = h("button", { id: "play-step", text: "Step", disabled: true });
-  const auto = h("button", { id: "play-auto", text: "Run", disabled: true });
+  const auto = h("button", { id: "play-auto", text: "Run", title: "play on without pressing Step (also for the next episode)" });
   const stop = h("button", { id: "play-stop", text: "Stop", disabled: true });
   const log = h("div", { id: "play-log" });
   const p = qs();
@@ -388,7 +388,7 @@ async function pagePlay() {
   if (p.get("policy")) pol.value = p.get("policy");
   if (p.get("seed")) seed.value = p.get("seed");
   $app.append(h("div", { class: "panel filters" }, h("label", {}, "env tag", tag), h("label", {}, "policy", pol), h("label", {}, "seed", seed), start, step, auto, stop), log);
-  let sid = null, es = null, autoOn = false, cur = null;
+  let sid = null, es = null, autoOn = false, cur = null, ended = false;
   async function post(path) { return api(path + (path.includes("?") ? "&" : "?") + "session=" + sid, { method: "POST" }); }
   start.onclick = async () => {
     if (es) es.close();
@@ -397,7 +397,8 @@ async function pagePlay() {
     const d = await api("/api/play/start", { method: "POST", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ tag: tag.value, seed: parseInt(seed.value || "0", 10), policy: pol.value, auto: autoOn }) });
     sid = d.session;
-    step.disabled = auto.disabled = stop.disabled = false;
+    ended = false;
+    step.disabled = stop.disabled = false;
     es = new EventSource("/api/play/events?session=" + sid);
     const on = (t, f) => es.addEventListener(t, ev => f(JSON.parse(ev.data)));
     on("status", e => status(e.text));
@@ -425,7 +426,8 @@ async function pagePlay() {
         h("span", { class: "badge " + (e.success ? "ok" : "bad"), text: e.success ? "success" : "fail" }),
         h("table", {}, Object.entries(e.metrics || {}).sort().map(([k, v]) => h("tr", {}, h("td", { text: k }), h("td", { text: fmt(v) }))))));
       status("episode finished");
-      step.disabled = auto.disabled = true;
+      step.disabled = true;
+      ended = true;
     });
     on("fail", e => { log.append(h("p", { class: "err", text: e.error })); status(e.error, true); });
     es.addEventListener("end", () => { es.close(); stop.disabled = true; });
@@ -435,9 +437,9 @@ async function pagePlay() {
   auto.onclick = async () => {
     autoOn = !autoOn;
     auto.textContent = autoOn ? "Pause" : "Run";
-    if (sid) await post("/api/play/auto?on=" + (autoOn ? 1 : 0)).catch(e => status(e.message, true));
+    if (sid && !ended) await post("/api/play/auto?on=" + (autoOn ? 1 : 0)).catch(e => status(e.message, true));
   };
-  stop.onclick = async () => { if (es) es.close(); await post("/api/play/stop").catch(() => {}); stop.disabled = step.disabled = auto.disabled = true; status("stopped"); };
+  stop.onclick = async () => { if (es) es.close(); await post("/api/play/stop").catch(() => {}); stop.disabled = step.disabled = true; ended = true; status("stopped"); };
 }
 
 const PAGES = { runs: pageRuns, trajectories: pageTrajectories, ragen2: pageRagen2, play: pagePlay };
