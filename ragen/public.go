@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"ragen/env"
 	"ragen/llm/tokenizer"
 )
 
@@ -120,4 +121,23 @@ func BuildMasks(tok tokenizer.Tokenizer, ids []int, cfg Config) (Masks, error) {
 	}
 	resp, loss, _ := c.rowMasks(mt, ids, 0, sample{}, 0)
 	return Masks{Response: resp, Loss: loss}, nil
+}
+
+// ConfigFor is DefaultConfig with upstream's tag table (config/envs.yaml)
+// as custom_envs and one env tag for both env sets: groups initial states
+// of groupSize rollouts each, for training and validation alike. Change the
+// fields afterwards for anything else.
+func ConfigFor(tag string, groups, groupSize int) (Config, error) {
+	cfg := DefaultConfig()
+	tags, err := env.DefaultTags()
+	if err != nil {
+		return cfg, err
+	}
+	if _, ok := tags[tag]; !ok {
+		return cfg, fmt.Errorf("ragen: unknown env tag %q (config/envs.yaml has %d tags)", tag, len(tags))
+	}
+	cfg.CustomEnvs = SpecsFromTags(tags)
+	set := EnvSetConfig{EnvGroups: groups, GroupSize: groupSize, EnvConfigs: EnvConfigs{Tags: []string{tag}, NGroups: []int{groups}}}
+	cfg.ESManager.Train, cfg.ESManager.Val = set, set
+	return cfg, cfg.Validate()
 }

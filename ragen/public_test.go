@@ -110,3 +110,13 @@ func sum(x []int) int {
 	}
 	return n
 }
+
+func TestConfigFor(t *testing.T) {
+	cfg, err := ConfigFor("Bandit", 3, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 3, cfg.ESManager.Train.EnvGroups)
+	assert.Equal(t, []string{"Bandit"}, cfg.ESManager.Val.EnvConfigs.Tags)
+	assert.Equal(t, "bandit", cfg.CustomEnvs["Bandit"].EnvType)
+	_, err = ConfigFor("Bandt", 3, 2)
+	assert.ErrorContains(t, err, `unknown env tag "Bandt"`)
+}
