@@ -15,6 +15,7 @@ import (
 
 	"ragen/config"
 	"ragen/dist"
+	"ragen/starpo"
 )
 
 const launchUsage = `usage: ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND [ARGS...]
@@ -260,4 +261,31 @@ func checkWorldSize(t *config.Tree) error {
 	return fmt.Errorf("trainer.nnodes x trainer.n_gpus_per_node = %d x %d = %d processes, but this run was started %s: "+
 		"start it with `ragen launch --nproc-per-node %d ...` (or torchrun/srun with %d processes), or set trainer.n_gpus_per_node=%d trainer.nnodes=1",
 		n, g, g*n, how, g, g*n, cfg.WorldSize)
+}
+
+// worldRank is this process's rank (0 when not launched).
+func worldRank() int {
+	cfg, launched, err := worldFromEnv()
+	if err != nil || !launched {
+		return 0
+	}
+	return cfg.Rank
+}
+
+// joinWorld joins the launcher's process group and makes tr one rank of a
+// data-parallel run; nil when this is a single process.
+func joinWorld(ctx context.Context, tr *starpo.Trainer) (*dist.Group, error) {
+	cfg, launched, err := worldFromEnv()
+	if err != nil || !launched || cfg.WorldSize == 1 {
+		return nil, err
+	}
+	g, err := dist.Init(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := tr.EnableDataParallel(g); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
 }

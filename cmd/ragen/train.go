@@ -184,8 +184,10 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		opts.ResumeStep = resumeStep
 	}
 	j.jsonl = opts.JSONLPath
-	if j.logger, err = track.New(loggerBackends(t), opts); err != nil {
-		return nil, err
+	if worldRank() == 0 { // rank 0 alone logs (launch.go)
+		if j.logger, err = track.New(loggerBackends(t), opts); err != nil {
+			return nil, err
+		}
 	}
 	var trainer *starpo.Trainer
 	step := func() int { return trainer.Step() }
@@ -222,7 +224,7 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 	if err != nil {
 		return nil, err
 	}
-	if rdir != "" { // trajectories and filter decisions for ragen dash (cmd/ragen/rollouts.go)
+	if rdir != "" && worldRank() == 0 { // trajectories and filter decisions for ragen dash (cmd/ragen/rollouts.go)
 		x := &rolloutExport{dir: rdir, opt: ragen.ExportOptions{UpstreamSuccess: j.rc.Compat.JSONLSuccess}, fc: j.fc,
 			nextFn: func() int { return j.trainer.Step() + 1 }}
 		deps.Rollout, deps.OnFilter = x.wrap(deps.Rollout), x.onFilter
@@ -324,12 +326,22 @@ func trainOnce(ctx context.Context, args []string, deviceFlag string, quietBar b
 		return err
 	}
 	defer j.close()
+	g, err := joinWorld(ctx, j.trainer) // data parallel when launched with several ranks (launch.go)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		defer g.Close()
+	}
 	start := time.Now()
 	reason, err := j.trainer.Fit(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("training stopped: %s after %d steps in %s\n", reason, j.trainer.Step(), time.Since(start).Round(time.Second))
+	if g != nil && g.Rank() != 0 {
+		return nil // rank 0 alone exports and plots
+	}
 	return j.finish()
 }
 
