@@ -321,6 +321,7 @@ def check_info(info):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as two writes
     registry = None
     token = None
 

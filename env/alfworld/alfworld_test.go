@@ -81,3 +81,21 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// BenchmarkResetStep: a reset and one step through the bridge (fake
+// simulator): the protocol's overhead, not ALFWorld's own speed.
+func BenchmarkResetStep(b *testing.B) {
+	e := build(b, "Alfworld")
+	ctx := context.Background()
+	var seed int64
+	for b.Loop() {
+		if _, err := e.Reset(ctx, seed, env.ModeTrain); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Step(ctx, env.Action{Text: "look"}); err != nil {
+			b.Fatal(err)
+		}
+		seed++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "resets+steps/s")
+}
