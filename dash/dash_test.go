@@ -546,3 +546,65 @@ func TestNewErrors(t *testing.T) {
 		t.Fatal("missing folder: want an error")
 	}
 }
+
+// tokenPolicy streams a fixed answer one character at a time.
+type tokenPolicy struct{ answer string }
+
+func (p tokenPolicy) Stream(ctx context.Context, req ragen.GenRequest, emit func(string)) (string, error) {
+	if len(req.IDs) == 0 || !strings.Contains(req.Prompt, "arm") {
+		return "", fmt.Errorf("want the tokenized prompt, got %d ids", len(req.IDs))
+	}
+	for _, r := range p.answer {
+		emit(string(r))
+	}
+	return p.answer, nil
+}
+
+// TestPlayModelLoadsOnce: a model folder is loaded on first use and shared
+// by later sessions; a folder that fails to load says so in the stream.
+func TestPlayModelLoadsOnce(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	writeRun(t, run)
+	loads := map[string]int{}
+	_, ts := newTestServer(t, Options{Runs: []string{run}, Play: &PlayOptions{Tags: []string{"Bandit"}, Config: playConfig,
+		Models: []string{"good", "broken"},
+		LoadModel: func(ctx context.Context, dir string) (StreamPolicy, tokenizer.Tokenizer, error) {
+			loads[dir]++
+			if dir == "broken" {
+				return nil, nil, fmt.Errorf("no config.json")
+			}
+			return tokenPolicy{"x</think><answer>A</answer>"}, tokenizer.NewByte(), nil
+		}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := 0; i < 2; i++ {
+		sid := post(t, ts.URL+"/api/play/start", `{"tag":"Bandit","seed":1,"policy":"model:0","auto":true}`)["session"].(string)
+		evs := sseEvents(t, ctx, ts.URL+"/api/play/events?session="+sid, nil)
+		n := 0
+		for _, e := range evs {
+			if e.Type == "fail" {
+				t.Fatal(e.Error)
+			}
+			if e.Type == "delta" && e.Turn == 0 {
+				n++
+			}
+		}
+		if n != len("x</think><answer>A</answer>") {
+			t.Fatalf("%d deltas in turn 0, want one per character", n)
+		}
+	}
+	if loads["good"] != 1 {
+		t.Fatalf("model loaded %d times, want once", loads["good"])
+	}
+	sid := post(t, ts.URL+"/api/play/start", `{"tag":"Bandit","seed":1,"policy":"model:1","auto":true}`)["session"].(string)
+	evs := sseEvents(t, ctx, ts.URL+"/api/play/events?session="+sid, nil)
+	if last := evs[len(evs)-1]; last.Type != "fail" || !strings.Contains(last.Error, "load model broken: no config.json") {
+		t.Fatalf("last event %+v", last)
+	}
+	getJSON(t, ts.URL+"/api/play/options", 200, nil)
+	resp, _ := http.Post(ts.URL+"/api/play/start", "application/json", strings.NewReader(`{"tag":"Bandit","seed":1,"policy":"model:2"}`))
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("model:2 of 2: %d", resp.StatusCode)
+	}
+}

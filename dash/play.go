@@ -50,10 +50,13 @@ type player struct {
 	opt      PlayOptions
 	mu       sync.Mutex
 	sessions map[string]*session
-	modelMu  sync.Mutex // one model in memory at a time
-	modelDir string
-	model    StreamPolicy
-	modelTok tokenizer.Tokenizer
+	modelMu  sync.Mutex
+	models   map[string]loadedModel // by folder; kept until Close (sessions may share one)
+}
+
+type loadedModel struct {
+	pol StreamPolicy
+	tok tokenizer.Tokenizer
 }
 
 func newPlayer(opt PlayOptions) (*player, error) {
@@ -72,7 +75,7 @@ func newPlayer(opt PlayOptions) (*player, error) {
 	if opt.Idle <= 0 {
 		opt.Idle = 10 * time.Minute
 	}
-	return &player{opt: opt, sessions: map[string]*session{}}, nil
+	return &player{opt: opt, sessions: map[string]*session{}, models: map[string]loadedModel{}}, nil
 }
 
 // PlayEvent is one server-sent event of a session.
@@ -152,10 +155,18 @@ func (p *player) get(id string) (*session, error) {
 
 func (p *player) closeAll() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for id, s := range p.sessions {
 		s.cancel()
 		delete(p.sessions, id)
+	}
+	p.mu.Unlock()
+	p.modelMu.Lock()
+	defer p.modelMu.Unlock()
+	for dir, m := range p.models {
+		if c, ok := m.pol.(interface{ Close() error }); ok {
+			c.Close()
+		}
+		delete(p.models, dir)
 	}
 }
 
@@ -496,23 +507,20 @@ func (p *player) runEpisode(ctx context.Context, ss *session, req startRequest) 
 	return nil
 }
 
-// loadModel returns the model policy of dir, loading it if another (or
-// none) is in memory.
+// loadModel returns the model policy of dir, loading it on first use.
+// Loaded models stay in memory until the server closes: a session may be
+// using one while another session starts.
 func (p *player) loadModel(ctx context.Context, dir string) (StreamPolicy, tokenizer.Tokenizer, error) {
 	p.modelMu.Lock()
 	defer p.modelMu.Unlock()
-	if p.modelDir == dir && p.model != nil {
-		return p.model, p.modelTok, nil
+	if m, ok := p.models[dir]; ok {
+		return m.pol, m.tok, nil
 	}
-	if c, ok := p.model.(interface{ Close() error }); ok {
-		c.Close()
-	}
-	p.model, p.modelTok, p.modelDir = nil, nil, ""
 	pol, tok, err := p.opt.LoadModel(ctx, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
-	p.model, p.modelTok, p.modelDir = pol, tok, dir
+	p.models[dir] = loadedModel{pol, tok}
 	return pol, tok, nil
 }
 

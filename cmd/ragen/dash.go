@@ -233,7 +233,11 @@ func (s *modelStream) Stream(ctx context.Context, req ragen.GenRequest, emit fun
 	return res[0].Text, nil
 }
 
+// Close waits for a generation in flight (its session is cancelled
+// first), then frees the model.
 func (s *modelStream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.m.Close()
 	return nil
 }
