@@ -147,13 +147,23 @@ func (m *Model) goForward(s *torch.Scope, ids, positions, attn *torch.Tensor, he
 	if m.lora != nil {
 		b.scale = m.lora.scale
 	}
+	// each layer's intermediates live in a scope of their own, closed after
+	// the layer: without gradients they are freed at once; with gradients
+	// autograd keeps what backward needs (Close drops only our reference)
 	for i := range m.layers {
-		b.w = &m.layers[i]
+		ls := torch.NewScope()
+		b.s, b.w = ls, &m.layers[i]
 		if m.lora != nil {
 			b.lora = &m.lora.layers[i]
 		}
-		x = m.fam.layer(b, x)
+		y := ls.Escape(m.fam.layer(b, x)) // (B,T,E)
+		if err := ls.Close(); err != nil {
+			s.Fail(fmt.Errorf("llm: layer %d: %w", i, err))
+			return nil
+		}
+		x = s.Own(y, nil)
 	}
+	b.s = s
 	x = b.rmsNorm(x, m.norm) // (B,T,E)
 	if !head {
 		return x

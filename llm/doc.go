@@ -14,9 +14,10 @@
 //
 // Internally the q/k/v projections and the gate/up projections are fused
 // into one weight each; [Model.Params] exposes views under the HF names and
-// [Model.Trainable] the fused tensors an optimiser updates. With gradients
-// (training) the forward is the family's Go code over ragen/torch ops;
-// without (scoring, prefill, decode) it is one C call into the shim
+// [Model.Trainable] the fused tensors an optimiser updates. Training and
+// scoring ([Model.Forward], [Model.Hidden], [Model.TokenLogProbs], the
+// critic) run the family's Go code over ragen/torch ops; generation
+// (prefill into the KV cache, decode) is one C call per step into the shim
 // (internal/torch/fused), which takes the weights by role and keeps
 // decoding fast at small sizes where per-op overhead dominates. Both agree
 // to float32 rounding (TestFusedMatchesGo).

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"ragen/internal/torch/fused"
 	"ragen/llm/safetensors"
 	"ragen/torch"
 )
@@ -63,6 +64,24 @@ func randomize(t testing.TB, m *Model, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fusedForward is Forward (head) or Hidden over the fused C++ forward
+// without a KV cache, to compare with the Go forward.
+func (m *Model) fusedForward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
+	if ids != nil && ids.Valid() && ids.Dim() == 2 {
+		if err := m.ensureRope(int(ids.Size(1))); err != nil {
+			s.Fail(fmt.Errorf("llm: rotary table: %w", err))
+			return nil
+		}
+	}
+	kb := s.KeyBias(attn)
+	if kb != nil && kb.Device() != m.opt.Device {
+		kb = s.To(kb, torch.Float32, m.opt.Device)
+	}
+	return fused.Forward(s, m.weights(head), m.shape(), fused.ForwardArgs{
+		IDs: ids, Pos: positions, Cos: m.cos, Sin: m.sin, KeyBias: kb,
+	})
 }
 
 // leftPadded is a batch of two rows, the second left-padded by 4.

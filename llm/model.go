@@ -435,32 +435,13 @@ func (m *Model) Hidden(s *torch.Scope, ids, positions, attn *torch.Tensor) *torc
 	return m.forward(s, ids, positions, attn, false)
 }
 
-// forward runs the Go forward (the family's file) when autograd records,
-// for training; without gradients (scoring, prefill) the fused C++ forward,
-// which skips autograd bookkeeping and uses the decode kernels. Both agree
-// to float32 rounding (TestFusedMatchesGo); BenchmarkForwardPaths compares
-// their speed.
+// forward is the Go forward (the family's file), for training and
+// scoring; generation (prefill with the KV cache, decode) calls the fused
+// C++ forward, faster there. Both agree to float32 rounding
+// (TestFusedMatchesGo); BenchmarkForwardPaths compares their speed on
+// teacher-forced batches, where they measure alike.
 func (m *Model) forward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
-	if torch.GradEnabled() {
-		return m.goForward(s, ids, positions, attn, head)
-	}
-	return m.fusedForward(s, ids, positions, attn, head)
-}
-
-func (m *Model) fusedForward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
-	if ids != nil && ids.Valid() && ids.Dim() == 2 {
-		if err := m.ensureRope(int(ids.Size(1))); err != nil {
-			s.Fail(fmt.Errorf("llm: rotary table: %w", err))
-			return nil
-		}
-	}
-	kb := s.KeyBias(attn)
-	if kb != nil && kb.Device() != m.opt.Device {
-		kb = s.To(kb, torch.Float32, m.opt.Device)
-	}
-	return fused.Forward(s, m.weights(head), m.shape(), fused.ForwardArgs{
-		IDs: ids, Pos: positions, Cos: m.cos, Sin: m.sin, KeyBias: kb,
-	})
+	return m.goForward(s, ids, positions, attn, head)
 }
 
 // logProbChunkElems bounds the floats one log-softmax chunk materialises.
