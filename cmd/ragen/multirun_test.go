@@ -16,6 +16,7 @@ import (
 	"ragen/llm"
 	"ragen/starpo"
 	"ragen/torch"
+	"ragen/track"
 )
 
 func TestSplitSweepValue(t *testing.T) {
@@ -212,4 +213,34 @@ func TestCriticFromItsOwnFolder(t *testing.T) {
 	require.NoError(t, err)
 	_, err = loadCritic(tr, actor, "cpu")
 	require.ErrorContains(t, err, "critic.model.path")
+}
+
+// TestGradientAnalysisSeparateRollout: trainer.gradient_analysis_env_groups
+// / _group_size / _log_prefilter draw an analysis batch of their own, and
+// ragen plot grad-analysis draws its figures.
+func TestGradientAnalysisSeparateRollout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one tiny step with a gradient analysis")
+	}
+	dir := t.TempDir()
+	args := append([]string{"train"}, tinySweepArgs()...)
+	args = append(args, "trainer.default_local_dir="+dir, "trainer.test_freq=-1",
+		"trainer.gradient_analysis_mode=True", "trainer.gradient_analysis_every=1",
+		"trainer.gradient_analysis_env_groups=2", "trainer.gradient_analysis_group_size=2",
+		"trainer.gradient_analysis_log_prefilter=True", "actor_rollout_ref.rollout.gradient_analysis_num_buckets=2")
+	require.NoError(t, run(context.Background(), args))
+	recs, err := track.ReadJSONL(filepath.Join(dir, "metrics.jsonl"))
+	require.NoError(t, err)
+	m := recs[len(recs)-1].Data
+	require.Equal(t, 0.0, m["grad_analysis/uses_training_batch"])
+	require.Equal(t, 2.0, m["grad_analysis/source_env_groups"])
+	require.Equal(t, 4.0, m["grad_analysis/source_batch_size"], "2 groups x 2, not the training 2 x 4")
+	require.Contains(t, m, "grad_norm/all/task")
+	require.Contains(t, m, "grad_norm_prefilter/all/task")
+	require.Equal(t, 4.0, m["grad_analysis_prefilter/source_batch_size"], "the pre-filter pass sees the whole analysis batch")
+	require.Equal(t, m["grad_analysis_prefilter/adjusted_batch_size"], m["grad_norm_prefilter/all/sample_count"])
+	require.Equal(t, 8.0, m["train/batch_size"], "training still uses its own batch")
+	files, err := plotGradAnalysis(filepath.Join(dir, "metrics.jsonl"), filepath.Join(dir, "gradient_analysis"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
 }

@@ -80,13 +80,12 @@ func featureNotices(t *config.Tree, w io.Writer) error {
 		}
 		return true
 	}
-	for _, k := range []string{"trainer.gradient_analysis_env_groups", "trainer.gradient_analysis_group_size"} {
-		if on(k) {
-			lines = append(lines, k+": no separate gradient-analysis rollout here; the analysis uses the training batch (es_manager.train sizes)")
+	if !on("trainer.gradient_analysis_mode") {
+		for _, k := range []string{"trainer.gradient_analysis_env_groups", "trainer.gradient_analysis_group_size", "trainer.gradient_analysis_log_prefilter"} {
+			if on(k) {
+				lines = append(lines, k+": no effect without trainer.gradient_analysis_mode=True")
+			}
 		}
-	}
-	if on("trainer.gradient_analysis_log_prefilter") {
-		lines = append(lines, "trainer.gradient_analysis_log_prefilter: no separate gradient-analysis rollout, so there is no pre-filter batch to log apart from the training one (its rollout/* metrics are logged before filtering already)")
 	}
 	if on("trainer.log_val_generations") {
 		lines = append(lines, "trainer.log_val_generations: use trainer.generations_to_log_to_wandb.val (validation generations go to <default_local_dir>/val_generations/<step>.jsonl)")

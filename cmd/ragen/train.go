@@ -33,6 +33,7 @@ type job struct {
 	ref     *llm.Model
 	critic  *llm.Critic
 	proxy   *ragen.AgentProxy
+	gaProxy *ragen.AgentProxy // the separate gradient-analysis rollout's envs
 	logger  track.Logger
 	jsonl   string
 	outDir  string
@@ -48,6 +49,9 @@ func (j *job) close() {
 	}
 	if j.proxy != nil {
 		j.proxy.Close()
+	}
+	if j.gaProxy != nil {
+		j.gaProxy.Close()
 	}
 	if j.critic != nil {
 		j.critic.Close()
@@ -233,6 +237,9 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		return nil, err
 	}
 	trainer = j.trainer
+	if err := j.analysisRollout(t, policy); err != nil {
+		return nil, err
+	}
 	ok = true
 	return j, nil
 }
@@ -458,4 +465,60 @@ func outputDumps(t *config.Tree, outDir string, rollout starpo.RolloutFunc, step
 		rollout = starpo.LogGroupRV(rollout, filepath.Join(outDir, "group_rv_table.jsonl"), func() int { return step() + 1 })
 	}
 	return rollout, nil
+}
+
+// analysisRollout gives the trainer upstream's separate gradient-analysis
+// rollout when trainer.gradient_analysis_mode is on and any of
+// gradient_analysis_env_groups, _group_size (null: the training sizes) or
+// _log_prefilter is set: envs of their own, drawn by the same policy.
+func (j *job) analysisRollout(t *config.Tree, policy ragen.Policy) error {
+	r := &reader{t: t}
+	var mode, prefilter bool
+	var groups, size *int64
+	r.bool("trainer.gradient_analysis_mode", &mode)
+	r.bool("trainer.gradient_analysis_log_prefilter", &prefilter)
+	r.optInt64("trainer.gradient_analysis_env_groups", &groups)
+	r.optInt64("trainer.gradient_analysis_group_size", &size)
+	if err := r.err(); err != nil {
+		return err
+	}
+	if !mode || (groups == nil && size == nil && !prefilter) {
+		return nil
+	}
+	rc := j.rc
+	train := rc.ESManager.Train
+	g, n := train.EnvGroups, train.GroupSize
+	if groups != nil {
+		g = int(*groups)
+	}
+	if size != nil {
+		n = int(*size)
+	}
+	if g < 1 || n < 1 {
+		return fmt.Errorf("trainer.gradient_analysis_env_groups=%d, gradient_analysis_group_size=%d: want positive sizes", g, n)
+	}
+	// the training tags, their group counts scaled to g
+	var ng []int
+	total := 0
+	for i, k := range train.EnvConfigs.NGroups {
+		c := k * g / train.EnvGroups
+		if i == len(train.EnvConfigs.NGroups)-1 {
+			c = g - total
+		}
+		if c < 0 || (k > 0 && c == 0 && g >= len(train.EnvConfigs.NGroups)) {
+			return fmt.Errorf("trainer.gradient_analysis_env_groups=%d does not split over the training tags %v (n_groups %v)", g, train.EnvConfigs.Tags, train.EnvConfigs.NGroups)
+		}
+		ng = append(ng, c)
+		total += c
+	}
+	rc.ESManager.Train = ragen.EnvSetConfig{EnvGroups: g, GroupSize: n,
+		EnvConfigs: ragen.EnvConfigs{Tags: train.EnvConfigs.Tags, NGroups: ng}}
+	// no validation from this proxy: one env keeps it cheap
+	rc.ESManager.Val = ragen.EnvSetConfig{EnvGroups: 1, GroupSize: 1,
+		EnvConfigs: ragen.EnvConfigs{Tags: train.EnvConfigs.Tags[:1], NGroups: []int{1}}}
+	var err error
+	if j.gaProxy, err = ragen.NewAgentProxy(rc, j.tok, ragen.DefaultProvider(), policy); err != nil {
+		return fmt.Errorf("gradient-analysis rollout: %w", err)
+	}
+	return j.trainer.SetGradientAnalysisRollout(j.gaProxy.RolloutWith, g, n, prefilter)
 }
