@@ -1,17 +1,17 @@
-// Package parquet is a minimal, pure-Go parquet reader, enough for the
-// data files of upstream's text environments (Countdown-Tasks, Hugging Face
-// dataset exports): flat and one-level list columns of INT32, INT64 and
-// BYTE_ARRAY (strings), PLAIN and dictionary (PLAIN_DICTIONARY /
-// RLE_DICTIONARY) encoded values, RLE definition and repetition levels,
-// data pages v1 and v2, and the codecs UNCOMPRESSED, SNAPPY (decoded here)
-// and GZIP.
+// Package parquet is a small column reader over github.com/parquet-go/parquet-go
+// for the data files of ragen's environments (Countdown-Tasks, Hugging Face
+// dataset exports, DeepCoder, MetaMathQA, ...): it reads one top-level
+// column at a time as []Cell, a scalar or a list of scalars per row.
 //
-// Anything else — other physical types, delta or byte-stream-split
-// encodings, ZSTD/LZ4/BROTLI/LZO, nesting deeper than one repeated level,
-// column data in other files — is an error naming what was found. Corrupt
-// input never panics; a file is read into memory (at most 1 GiB) and a
-// column chunk may hold at most 4M level entries.
+// The library decodes everything Hugging Face's pyarrow writer produces:
+// PLAIN and dictionary encodings, delta and byte-stream-split encodings,
+// data pages v1 and v2, the codecs SNAPPY, GZIP, ZSTD, LZ4, BROTLI, and
+// several pages and row groups per file. Physical types BOOLEAN, INT32,
+// INT64 (Cell.Ints), FLOAT, DOUBLE (Cell.Floats), BYTE_ARRAY and
+// FIXED_LEN_BYTE_ARRAY (Cell.Strs) are read; a column of any other shape
+// (struct groups, lists of lists, INT96) is an error naming the column and
+// what it is. Corrupt input never panics; ReadAll reads at most 1 GiB.
 //
-// It lives under env/countdown because Countdown needed it first; it
-// depends on nothing else in ragen.
+// It lives under env/countdown because Countdown needed it first; other env
+// packages use it too.
 package parquet

@@ -63,10 +63,7 @@ func TestReadMatchesWriterRows(t *testing.T) {
 }
 
 func TestReadErrors(t *testing.T) {
-	f := open(t, "zstd.parquet")
-	_, err := f.ReadColumn("target", 0)
-	assert.ErrorContains(t, err, "codec ZSTD not supported")
-	f = open(t, "null_nums.parquet")
+	f := open(t, "null_nums.parquet")
 	nums, err := f.ReadColumn("nums", 0)
 	require.NoError(t, err)
 	assert.Equal(t, []Cell{{Ints: []int64{2, 3}}, {}, {Null: true}}, nums)
@@ -78,34 +75,23 @@ func TestReadErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "no PAR1 magic")
 }
 
-func TestRLELevels(t *testing.T) {
-	// RLE run: header 3<<1 = 6 (three values), value byte 2.
-	got, err := rleLevels([]byte{6, 2}, 2, 3)
+// TestZstdArrowFile reads the zstd file arrow-rs wrote (the old reader
+// rejected ZSTD).
+func TestZstdArrowFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "parquet_tasks.json"))
 	require.NoError(t, err)
-	assert.Equal(t, []int{2, 2, 2}, got)
-	// Bit-packed, width 1: header (1<<1)|1 = 3 (one group of 8), bits LSB
-	// first: 0b10110001 → 1,0,0,0,1,1,0,1.
-	got, err = rleLevels([]byte{3, 0b10110001}, 1, 8)
+	var want []task
+	require.NoError(t, json.Unmarshal(b, &want))
+	f := open(t, "zstd.parquet")
+	targets, err := f.ReadColumn("target", 0)
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 0, 0, 0, 1, 1, 0, 1}, got)
-	_, err = rleLevels([]byte{3}, 1, 8)
-	assert.Error(t, err)
-}
-
-func TestSnappyDecode(t *testing.T) {
-	// Literal "hello": length 5 (varint 5), tag (5-1)<<2 = 16.
-	out, err := snappyDecode([]byte{5, 16, 'h', 'e', 'l', 'l', 'o'}, 100)
+	nums, err := f.ReadColumn("nums", 0)
 	require.NoError(t, err)
-	assert.Equal(t, "hello", string(out))
-	// "ab" then a 1-byte-offset copy of length 4+2 = 6 at offset 2 (overlapping):
-	// tag = 1 | (2<<2) | (0<<5) = 9, offset byte 2 → "abababab".
-	out, err = snappyDecode([]byte{8, 4, 'a', 'b', 9, 2}, 100)
-	require.NoError(t, err)
-	assert.Equal(t, "abababab", string(out))
-	_, err = snappyDecode([]byte{8, 4, 'a', 'b', 9, 3}, 100)
-	assert.ErrorContains(t, err, "offset 3")
-	_, err = snappyDecode([]byte{200, 1}, 100)
-	assert.ErrorContains(t, err, "exceeds")
+	require.Len(t, targets, 10)
+	for i, w := range want[:10] {
+		assert.Equal(t, []int64{w.Target}, targets[i].Ints)
+		assert.Equal(t, w.Nums, nums[i].Ints)
+	}
 }
 
 func FuzzRead(f *testing.F) {
@@ -123,17 +109,6 @@ func FuzzRead(f *testing.F) {
 		}
 		for _, c := range pf.Columns() {
 			_, _ = pf.ReadColumn(c, 0)
-		}
-	})
-}
-
-func FuzzSnappy(f *testing.F) {
-	f.Add([]byte{5, 16, 'h', 'e', 'l', 'l', 'o'})
-	f.Add([]byte{8, 4, 'a', 'b', 9, 2})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := snappyDecode(b, 1<<20)
-		if err == nil && len(out) > 1<<20 {
-			t.Fatal("output over the limit")
 		}
 	})
 }
