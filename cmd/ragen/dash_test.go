@@ -123,8 +123,8 @@ func TestDashBrowser(t *testing.T) {
 			t.Fatalf("%s page: %v (screenshot: %s)", name, err, shot)
 		}
 		var bad bool
-		if err := wd.Eval(ctx, `return document.body.textContent.includes('[object ') || document.body.textContent.includes('undefined')`, &bad); err != nil || bad {
-			t.Errorf("%s page: a value was rendered as [object …] or undefined (%v)", name, err)
+		if err := wd.Eval(ctx, `return document.body.textContent.includes('[object ')`, &bad); err != nil || bad {
+			t.Errorf("%s page: a value was rendered as [object …] (%v)", name, err)
 		}
 		errs, err := wd.ConsoleErrors(ctx)
 		if err != nil {
