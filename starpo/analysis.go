@@ -54,6 +54,9 @@ func (t *Trainer) runGradientAnalysis(ctx context.Context, step int, b *rows, me
 	if a == nil {
 		return t.gradientAnalysis(b, met)
 	}
+	if t.dp != nil {
+		return errors.New("a separate gradient-analysis rollout (trainer.gradient_analysis_env_groups/_group_size/_log_prefilter) is not supported with data parallelism yet; leave them null to analyse the training batch")
+	}
 	cfg := t.cfg
 	seed := cfg.Seed.Train + analysisSeedOffset + int64(step)
 	batch, err := a.rollout(ctx, env.ModeTrain, ragen.RolloutOptions{Seed: &seed})
