@@ -82,7 +82,19 @@ func TestDashBrowser(t *testing.T) {
 		runDir, own = filepath.Join(tmp, "tiny"), true
 		trainTinyRun(t, runDir)
 	}
-	d, err := parseDashArgs([]string{runDir, "--addr", "127.0.0.1:0"})
+	dirs := []string{runDir}
+	if own {
+		// a sweep folder as ragen train -m writes it: one run per job
+		// number, summary.md beside them
+		sweep := filepath.Join(tmp, "sweep")
+		for _, job := range []string{"0", "1"} {
+			os.MkdirAll(filepath.Join(sweep, job), 0o755)
+			copyFile(t, filepath.Join(runDir, "metrics.jsonl"), filepath.Join(sweep, job, "metrics.jsonl"))
+		}
+		os.WriteFile(filepath.Join(sweep, "summary.md"), []byte("| job | lr |\n|---|---|\n| 0 | 1e-4 |\n| 1 | 1e-5 |\n"), 0o644)
+		dirs = append(dirs, sweep)
+	}
+	d, err := parseDashArgs(append(dirs, "--addr", "127.0.0.1:0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +190,21 @@ func TestDashBrowser(t *testing.T) {
 		}
 		if err := wait("zoom", `const u = document.querySelector('#charts .chart')._uplot; return u.scales.x.max === window.__zoomTo && u.scales.x.max < u.data[0][u.data[0].length-1]`); err != nil {
 			return err
+		}
+		if own {
+			if err := wait("sweep table", `return document.querySelectorAll('table.sweep tr').length === 3 && document.body.textContent.includes('summary.md')`); err != nil {
+				return err
+			}
+			if n, _ := wd.Count(ctx, "input[data-run]"); n != 3 {
+				return fmt.Errorf("%d runs to pick, want the run and the sweep's two", n)
+			}
+			// a second run overlays its curves on the same charts
+			if err := wd.Click(ctx, `input[data-run="r1/0"]`); err != nil {
+				return err
+			}
+			if err := wait("two runs on one chart", `const c = document.querySelector('#charts .chart'); return c && c._uplot.series.length === 3`); err != nil {
+				return err
+			}
 		}
 		// smoothing redraws
 		if err := wd.Eval(ctx, `const s = document.getElementById('smooth'); s.value = 0.6; s.dispatchEvent(new Event('input')); return true`, nil); err != nil {
