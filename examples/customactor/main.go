@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 
-	"ragen/env"
 	_ "ragen/env/all"
 	"ragen/filter"
 	"ragen/llm/tokenizer"
@@ -40,16 +39,12 @@ func run(ctx context.Context, steps int, w io.Writer) error {
 	}
 	defer actor.Close()
 
-	rc := ragen.DefaultConfig()
-	tags, err := env.DefaultTags()
+	rc, err := ragen.ConfigFor("Bandit", 8, 8) // upstream's tag table, one tag in both env sets
 	if err != nil {
 		return err
 	}
-	rc.CustomEnvs = ragen.SpecsFromTags(tags)
 	rc.CustomEnvs["Bandit"] = withConfig(rc.CustomEnvs["Bandit"], map[string]any{
 		"arm_pairs": [][]string{{"Zu", "Ky"}}, "lo_arm_score": 0.2, "hi_arm_loscore": 0.0, "hi_arm_hiscore": 1.0, "hi_arm_hiscore_prob": 0.8})
-	set := ragen.EnvSetConfig{EnvGroups: 8, GroupSize: 8, EnvConfigs: ragen.EnvConfigs{Tags: []string{"Bandit"}, NGroups: []int{8}}}
-	rc.ESManager.Train, rc.ESManager.Val = set, set
 	rc.AgentProxy.MaxTurn, rc.AgentProxy.MaxActionsPerTurn = 1, 1
 	rc.AgentProxy.EnableThink = false // the prompt ends in the forced "<answer>"
 	rc.Rollout.ResponseLength = actor.MaxNew

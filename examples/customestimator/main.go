@@ -113,14 +113,10 @@ func run(ctx context.Context, steps int, w io.Writer) error {
 		return err
 	}
 	defer model.Close()
-	rc := ragen.DefaultConfig()
-	tags, err := env.DefaultTags()
+	rc, err := ragen.ConfigFor("Bandit", 2, 4) // upstream's tag table, one tag in both env sets
 	if err != nil {
 		return err
 	}
-	rc.CustomEnvs = ragen.SpecsFromTags(tags)
-	set := ragen.EnvSetConfig{EnvGroups: 2, GroupSize: 4, EnvConfigs: ragen.EnvConfigs{Tags: []string{"Bandit"}, NGroups: []int{2}}}
-	rc.ESManager.Train, rc.ESManager.Val = set, set
 	rc.AgentProxy.MaxTurn, rc.AgentProxy.MaxActionsPerTurn = 1, 1
 	rc.Rollout.ResponseLength = 16
 	proxy, err := ragen.NewAgentProxy(rc, tok, shaped(), llmpolicy.New(model, tok, llmpolicy.Options{Seed: 2}))

@@ -32,7 +32,7 @@ func TestSequenceClipLossByHand(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Item(loss); math.Abs(got-0.9) > 1e-12 {
+	if got := s.Item(loss); math.Abs(got-0.9) > 1e-6 { // the 1e-8 in the token count
 		t.Fatalf("loss %v, want 0.9", got)
 	}
 	if got := met.Read(s)["actor/seq_clipfrac"]; math.Abs(got-0.5) > 1e-12 {
@@ -51,7 +51,7 @@ func TestSequenceClipLossByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Row 1 is unclipped: ∂/∂lp of ½·(−A·r) with r = exp(lp−old) at 1 = 1.5.
-	if math.Abs(g[2]-1.5) > 1e-12 || g[0] != 0 {
+	if math.Abs(g[2]-1.5) > 1e-6 || g[0] != 0 {
 		t.Fatalf("grad %v", g)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"strings"
 
-	"ragen/env"
 	_ "ragen/env/all" // registers bandit, sokoban, frozen_lake, ...
 	"ragen/filter"
 	"ragen/llm"
@@ -44,14 +43,10 @@ func run(ctx context.Context, steps int, out string, w io.Writer) error {
 	defer model.Close()
 
 	// The rollout: 4 groups of 4 bandit episodes per step, one turn each.
-	rc := ragen.DefaultConfig()
-	tags, err := env.DefaultTags() // upstream's config/envs.yaml tag table
+	rc, err := ragen.ConfigFor("Bandit", 4, 4) // upstream's tag table, one tag in both env sets
 	if err != nil {
 		return err
 	}
-	rc.CustomEnvs = ragen.SpecsFromTags(tags)
-	set := ragen.EnvSetConfig{EnvGroups: 4, GroupSize: 4, EnvConfigs: ragen.EnvConfigs{Tags: []string{"Bandit"}, NGroups: []int{4}}}
-	rc.ESManager.Train, rc.ESManager.Val = set, set
 	rc.AgentProxy.MaxTurn, rc.AgentProxy.MaxActionsPerTurn = 1, 1
 	rc.Rollout.ResponseLength = 24
 	proxy, err := ragen.NewAgentProxy(rc, tok, ragen.DefaultProvider(), llmpolicy.New(model, tok, llmpolicy.Options{Seed: 1}))
