@@ -14,10 +14,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	vgdraw "gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Chart is one PNG: every metric whose key matches one of Keys becomes a
-// series (at most MaxSeries, in sorted key order).
+// Chart is one PNG (and SVG): every metric whose key matches one of Keys
+// becomes a series (at most MaxSeries, in sorted key order).
 type Chart struct {
 	Name  string   // file name without ".png"
 	Title string   // drawn above the plot
@@ -43,7 +51,7 @@ func DefaultCharts() []Chart {
 	}
 }
 
-// PlotOptions sizes and styles the PNGs. The zero value gives the defaults.
+// PlotOptions sizes and styles the charts. The zero value gives the defaults.
 type PlotOptions struct {
 	Width, Height int // one chart, 640×400 by default (each summary cell too)
 	// Smoothing is TensorBoard's EMA weight for the smoothed line (debiased),
@@ -51,6 +59,7 @@ type PlotOptions struct {
 	Smoothing   float64
 	NoSmoothing bool
 	NoSummary   bool // do not write summary.png
+	NoSVG       bool // do not write <name>.svg next to each <name>.png
 }
 
 func (o PlotOptions) withDefaults() (PlotOptions, error) {
@@ -79,9 +88,10 @@ func (o PlotOptions) withDefaults() (PlotOptions, error) {
 var ErrNoData = errors.New("track: plot: no data for any chart")
 
 // Plot writes one PNG per key into outDir plus summary.png, a grid of all
-// charts. Each key (or path.Match pattern) is one chart named after it;
-// nil keys draw DefaultCharts. Charts without data are skipped. It returns
-// the paths written.
+// charts, and an SVG of each chart next to its PNG. Charts are drawn with
+// gonum.org/v1/plot. Each key (or path.Match pattern) is one chart named
+// after it; nil keys draw DefaultCharts. Charts without data are skipped.
+// It returns the PNG paths written.
 func Plot(records []Record, keys []string, outDir string) ([]string, error) {
 	if keys == nil {
 		return PlotCharts(records, DefaultCharts(), outDir, PlotOptions{})
@@ -108,48 +118,92 @@ func PlotCharts(records []Record, charts []Chart, outDir string, opt PlotOptions
 	if err != nil {
 		return nil, err
 	}
-	var imgs []*image.RGBA
+	var plots []*plot.Plot
 	var names []string
 	for _, c := range charts {
 		ss := collectSeries(records, c.Keys, opt.Smoothing)
 		if len(ss) == 0 {
 			continue
 		}
-		img := image.NewRGBA(image.Rect(0, 0, opt.Width, opt.Height))
-		renderChart(img, c.Title, ss, opt.Smoothing)
-		imgs = append(imgs, img)
+		p, err := buildPlot(c.Title, ss, opt.Smoothing, opt.Width, opt.Height)
+		if err != nil {
+			return nil, fmt.Errorf("track: plot %q: %w", c.Title, err)
+		}
+		plots = append(plots, p)
 		name := c.Name
 		if name == "" {
 			name = fileName(c.Title)
 		}
 		names = append(names, name)
 	}
-	if len(imgs) == 0 {
+	if len(plots) == 0 {
 		return nil, ErrNoData
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("track: plot: %w", err)
 	}
 	var written []string
-	for i, img := range imgs {
-		p := filepath.Join(outDir, names[i]+".png")
-		if err := writePNG(p, img); err != nil {
+	var imgs []image.Image
+	for i, p := range plots {
+		img := renderPNG(p, opt.Width, opt.Height)
+		imgs = append(imgs, img)
+		pp := filepath.Join(outDir, names[i]+".png")
+		if err := writePNG(pp, img); err != nil {
 			return written, err
 		}
-		written = append(written, p)
+		written = append(written, pp)
+		if !opt.NoSVG {
+			if err := writeSVG(filepath.Join(outDir, names[i]+".svg"), p, opt.Width, opt.Height); err != nil {
+				return written, err
+			}
+		}
 	}
 	if !opt.NoSummary {
-		p := filepath.Join(outDir, "summary.png")
-		if err := writePNG(p, summaryGrid(imgs)); err != nil {
+		pp := filepath.Join(outDir, "summary.png")
+		if err := writePNG(pp, summaryGrid(imgs)); err != nil {
 			return written, err
 		}
-		written = append(written, p)
+		written = append(written, pp)
 	}
 	return written, nil
 }
 
+// pxLen is a length of n pixels at the 96 dpi the PNGs are rendered at.
+func pxLen(n int) vg.Length { return vg.Length(n) * vg.Inch / dpi }
+
+const dpi = 96
+
+// chartCanvas is the canvas a chart is drawn on: c less a margin at the
+// top and the right.
+func chartCanvas(c vg.CanvasSizer) vgdraw.Canvas {
+	m := vg.Points(6)
+	return vgdraw.Crop(vgdraw.New(c), 0, -m, 0, -m)
+}
+
+// renderPNG rasterises p at w×h pixels.
+func renderPNG(p *plot.Plot, w, h int) image.Image {
+	c := vgimg.NewWith(vgimg.UseWH(pxLen(w), pxLen(h)), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(colBackground))
+	p.Draw(chartCanvas(c))
+	return c.Image()
+}
+
+func writeSVG(name string, p *plot.Plot, w, h int) error {
+	c := vgsvg.New(pxLen(w), pxLen(h))
+	p.Draw(chartCanvas(c))
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("track: plot: %w", err)
+	}
+	_, werr := c.WriteTo(f)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("track: plot: %s: %w", name, err)
+	}
+	return nil
+}
+
 // summaryGrid tiles the charts, two columns up to four charts, three beyond.
-func summaryGrid(imgs []*image.RGBA) *image.RGBA {
+func summaryGrid(imgs []image.Image) *image.RGBA {
 	cols := 2
 	switch {
 	case len(imgs) == 1:
@@ -163,7 +217,7 @@ func summaryGrid(imgs []*image.RGBA) *image.RGBA {
 	draw.Draw(out, out.Bounds(), image.NewUniform(colBackground), image.Point{}, draw.Src)
 	for i, img := range imgs {
 		at := image.Pt((i%cols)*cw, (i/cols)*ch)
-		draw.Draw(out, image.Rectangle{Min: at, Max: at.Add(img.Bounds().Size())}, img, image.Point{}, draw.Src)
+		draw.Draw(out, image.Rectangle{Min: at, Max: at.Add(img.Bounds().Size())}, img, img.Bounds().Min, draw.Src)
 	}
 	return out
 }
@@ -293,9 +347,6 @@ func emaSmooth(v []float64, w float64) []float64 {
 
 var (
 	colBackground = color.RGBA{255, 255, 255, 255}
-	colText       = color.RGBA{34, 34, 34, 255}
-	colMuted      = color.RGBA{110, 110, 110, 255}
-	colAxis       = color.RGBA{60, 60, 60, 255}
 	colGrid       = color.RGBA{228, 228, 228, 255}
 	palette       = []color.RGBA{
 		{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
@@ -303,35 +354,9 @@ var (
 	}
 )
 
-// layout is the geometry of one chart: the plot rectangle and the data range
-// it maps.
-type layout struct {
-	plot       image.Rectangle
-	x0, x1     float64 // step range
-	y0, y1     float64 // value range
-	xt, yt     []float64
-	xdec, ydec int // tick label decimals
-}
-
-// frac is (v-lo)/(hi-lo), halved first so that spans near ±MaxFloat64 do
-// not overflow.
-func frac(v, lo, hi float64) float64 {
-	return (v/2 - lo/2) / (hi/2 - lo/2)
-}
-
-func (l *layout) px(s float64) float64 {
-	return float64(l.plot.Min.X) + frac(s, l.x0, l.x1)*float64(l.plot.Dx()-1)
-}
-
-func (l *layout) py(v float64) float64 {
-	return float64(l.plot.Max.Y-1) - frac(v, l.y0, l.y1)*float64(l.plot.Dy()-1)
-}
-
-const legendScale = 1
-
-// chartLayout computes ranges, ticks and margins for the given size.
-func chartLayout(w, h int, ss []series) layout {
-	var l layout
+// dataRange is the axis range of the series: x from step 0 when the run
+// starts near it, y padded by 10%, degenerate ranges widened.
+func dataRange(ss []series) (x0, x1, y0, y1 float64) {
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	for _, s := range ss {
@@ -348,47 +373,121 @@ func chartLayout(w, h int, ss []series) layout {
 	} else if xmin > 0 && xmin <= 0.1*xmax {
 		xmin = 0 // start a run's axis at step 0
 	}
-	if ymin == ymax {
+	// Spans beyond ±MaxFloat64/4 are clamped so the tick arithmetic of the
+	// plot library stays finite.
+	const big = math.MaxFloat64 / 4
+	ymin, ymax = math.Max(ymin, -big), math.Min(ymax, big)
+	if ymin == ymax || ymax-ymin < 1e-300 {
 		d := math.Max(math.Abs(ymin)*0.1, 0.5)
 		ymin, ymax = ymin-d, ymax+d
 	} else {
-		pad := (ymax/2 - ymin/2) * 0.1
-		ymin = math.Max(ymin-pad, -math.MaxFloat64)
-		ymax = math.Min(ymax+pad, math.MaxFloat64)
+		pad := (ymax - ymin) * 0.1
+		ymin, ymax = ymin-pad, ymax+pad
 	}
-	l.x0, l.x1 = xmin, xmax
-	l.y0, l.y1 = ymin, ymax
-
-	// Rows of text above the plot: title (scale 2) and the legend.
-	top := 10 + 2*glyphH + 12 + legendRows(w, ss)*lineH*legendScale + 6
-	bottom := 10 + lineH + 6 + lineH + 6 // tick labels, "step"
-	l.yt, l.ydec = niceTicks(ymin, ymax, max(3, (h-top-bottom)/50), false)
-	l.xt, l.xdec = niceTicks(xmin, xmax, max(3, w/110), true)
-	labelW := 0
-	for _, t := range l.yt {
-		labelW = max(labelW, textWidth(tickLabel(t, l.ydec), 1))
-	}
-	left := 10 + labelW + 8
-	right := 20
-	l.plot = image.Rect(left, top, w-right, h-bottom)
-	return l
+	return xmin, xmax, ymin, ymax
 }
 
-// legendRows is the number of legend lines the series need at width w.
-func legendRows(w int, ss []series) int {
-	if len(ss) == 0 {
-		return 0
-	}
-	rows, x := 1, 10
-	for _, s := range ss {
-		ew := 18 + textWidth(s.key, legendScale) + 14
-		if x+ew > w-10 && x > 10 {
-			rows++
-			x = 10
+// segments splits a line at NaN points: the plot library draws no NaN.
+func segments(xs, ys []float64) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for i, y := range ys {
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			if len(cur) > 0 {
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
 		}
-		x += ew
+		cur = append(cur, plotter.XY{X: xs[i], Y: y})
 	}
-	return rows
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func withAlpha(c color.RGBA, a float64) color.NRGBA {
+	return color.NRGBA{c.R, c.G, c.B, uint8(math.Round(a * 255))}
+}
+
+// buildPlot lays out one chart: a faint raw line and a solid EMA line per
+// series (only the raw line without smoothing), markers where a series has
+// at most 40 points, a grid and a legend.
+func buildPlot(title string, ss []series, smoothing float64, w, h int) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.Padding = vg.Points(6)
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.Legend.TextStyle.Font,
+		&p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font, &p.X.Tick.Label.Font, &p.Y.Tick.Label.Font} {
+		f.Variant = "Sans"
+	}
+	p.X.Tick.Marker = niceTicker{n: max(3, w/110), integer: true}
+	p.Y.Tick.Marker = niceTicker{n: max(3, (h-110)/50)}
+	p.X.Label.Text = "step"
+	if smoothing > 0 {
+		p.X.Label.Text = "step   (faint: raw, solid: EMA " + strconv.FormatFloat(smoothing, 'g', 3, 64) + ")"
+	}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = dataRange(ss)
+	// Room for the last point's marker at the right edge.
+	p.X.Max += (p.X.Max/2 - p.X.Min/2) * 0.04
+	grid := plotter.NewGrid()
+	grid.Vertical.Color, grid.Horizontal.Color = colGrid, colGrid
+	p.Add(grid)
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.ThumbnailWidth = vg.Points(14)
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	for i, s := range ss {
+		c := palette[i%len(palette)]
+		var legendThumb plot.Thumbnailer
+		add := func(ys []float64, col color.Color, width vg.Length) error {
+			for _, seg := range segments(s.steps, ys) {
+				l, err := plotter.NewLine(seg)
+				if err != nil {
+					return err
+				}
+				l.Color = col
+				l.Width = width
+				p.Add(l)
+				legendThumb = l
+			}
+			return nil
+		}
+		var err error
+		if smoothing > 0 {
+			if err = add(s.raw, withAlpha(c, 0.35), vg.Points(0.75)); err == nil {
+				err = add(s.smooth, c, vg.Points(1.4))
+			}
+		} else {
+			err = add(s.raw, c, vg.Points(1.2))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("series %s: %w", s.key, err)
+		}
+		if countFinite(s.raw) <= 40 {
+			var pts plotter.XYs
+			for _, seg := range segments(s.steps, s.raw) {
+				pts = append(pts, seg...)
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, fmt.Errorf("series %s: %w", s.key, err)
+			}
+			sc.GlyphStyle.Color = c
+			sc.GlyphStyle.Radius = vg.Points(1.7)
+			sc.GlyphStyle.Shape = vgdraw.CircleGlyph{}
+			p.Add(sc)
+			if legendThumb == nil {
+				legendThumb = sc
+			}
+		}
+		if legendThumb != nil {
+			p.Legend.Add(s.key, legendThumb)
+		}
+	}
+	return p, nil
 }
 
 // niceTicks returns tick values at a 1, 2 or 5 × 10^k spacing covering
@@ -461,89 +560,23 @@ func tickLabel(v float64, dec int) string {
 	return strconv.FormatFloat(v, 'f', dec, 64)
 }
 
-// renderChart draws a complete chart on img.
-func renderChart(img *image.RGBA, title string, ss []series, smoothing float64) {
-	b := img.Bounds()
-	w, h := b.Dx(), b.Dy()
-	draw.Draw(img, b, image.NewUniform(colBackground), image.Point{}, draw.Src)
-	l := chartLayout(w, h, ss)
+// niceTicker labels about n ticks at a 1, 2 or 5 × 10^k spacing (integer
+// spacing for steps), with a minor tick between labelled ones.
+type niceTicker struct {
+	n       int
+	integer bool
+}
 
-	// Title, scale 2 when it fits.
-	scale := 2
-	if textWidth(title, 2) > w-20 {
-		scale = 1
-	}
-	drawText(img, (w-textWidth(title, scale))/2, 10, title, scale, colText)
-
-	// Legend: a colour swatch and the key per series.
-	x, y := 10, 10+2*glyphH+12
-	for i, s := range ss {
-		ew := 18 + textWidth(s.key, legendScale) + 14
-		if x+ew > w-10 && x > 10 {
-			x = 10
-			y += lineH * legendScale
-		}
-		c := palette[i%len(palette)]
-		fillRect(img, x, y+3, 14, 2, c)
-		drawText(img, x+18, y, s.key, legendScale, colText)
-		x += ew
-	}
-
-	// Grid and ticks.
-	p := l.plot
-	for _, t := range l.yt {
-		yy := int(math.Round(l.py(t)))
-		fillRect(img, p.Min.X, yy, p.Dx(), 1, colGrid)
-		fillRect(img, p.Min.X-4, yy, 4, 1, colAxis)
-		lab := tickLabel(t, l.ydec)
-		drawText(img, p.Min.X-8-textWidth(lab, 1), yy-glyphH/2, lab, 1, colText)
-	}
-	lastRight := math.MinInt
-	for _, t := range l.xt {
-		xx := int(math.Round(l.px(t)))
-		fillRect(img, xx, p.Min.Y, 1, p.Dy(), colGrid)
-		fillRect(img, xx, p.Max.Y, 1, 4, colAxis)
-		lab := tickLabel(t, l.xdec)
-		lw := textWidth(lab, 1)
-		lx := xx - lw/2
-		if lx > lastRight+6 { // skip labels that would overlap
-			drawText(img, lx, p.Max.Y+8, lab, 1, colText)
-			lastRight = lx + lw
+func (t niceTicker) Ticks(lo, hi float64) []plot.Tick {
+	major, dec := niceTicks(lo, hi, t.n, t.integer)
+	var out []plot.Tick
+	for i, v := range major {
+		out = append(out, plot.Tick{Value: v, Label: tickLabel(v, dec)})
+		if i+1 < len(major) && !(t.integer && major[i+1]-v < 2) {
+			out = append(out, plot.Tick{Value: (v + major[i+1]) / 2})
 		}
 	}
-	// Axes: left and bottom lines plus a light frame.
-	fillRect(img, p.Min.X, p.Min.Y, p.Dx(), 1, colGrid)
-	fillRect(img, p.Max.X-1, p.Min.Y, 1, p.Dy(), colGrid)
-	fillRect(img, p.Min.X-1, p.Min.Y, 1, p.Dy()+1, colAxis)
-	fillRect(img, p.Min.X-1, p.Max.Y, p.Dx()+1, 1, colAxis)
-	xl := "step"
-	drawText(img, p.Min.X+(p.Dx()-textWidth(xl, 1))/2, p.Max.Y+8+lineH+4, xl, 1, colMuted)
-	if smoothing > 0 {
-		note := "faint: raw, solid: EMA " + strconv.FormatFloat(smoothing, 'g', 3, 64)
-		stepRight := p.Min.X + (p.Dx()+textWidth(xl, 1))/2
-		if nx := w - 10 - textWidth(note, 1); nx > stepRight+12 { // only where it fits
-			drawText(img, nx, p.Max.Y+8+lineH+4, note, 1, colMuted)
-		}
-	}
-
-	// Curves, clipped to the plot rectangle.
-	clip := img.SubImage(p).(*image.RGBA)
-	for i, s := range ss {
-		c := palette[i%len(palette)]
-		if smoothing > 0 {
-			drawPolyline(clip, &l, s.steps, s.raw, c, 0.35, 1.0)
-			drawPolyline(clip, &l, s.steps, s.smooth, c, 1, 1.8)
-		} else {
-			drawPolyline(clip, &l, s.steps, s.raw, c, 1, 1.6)
-		}
-		if countFinite(s.raw) <= 40 {
-			for j, v := range s.raw {
-				if !math.IsNaN(v) {
-					fillDisc(clip, l.px(s.steps[j]), l.py(v), 2.2, c, 1)
-				}
-			}
-		}
-	}
+	return out
 }
 
 func countFinite(v []float64) int {
@@ -554,70 +587,4 @@ func countFinite(v []float64) int {
 		}
 	}
 	return n
-}
-
-// drawPolyline joins consecutive finite points; a NaN breaks the line.
-func drawPolyline(img *image.RGBA, l *layout, xs, ys []float64, c color.RGBA, alpha, width float64) {
-	for i := 1; i < len(ys); i++ {
-		if math.IsNaN(ys[i-1]) || math.IsNaN(ys[i]) {
-			continue
-		}
-		drawSegment(img, l.px(xs[i-1]), l.py(ys[i-1]), l.px(xs[i]), l.py(ys[i]), c, alpha, width)
-	}
-}
-
-// drawSegment draws an anti-aliased segment of the given width: each pixel's
-// coverage falls off linearly with its distance from the segment.
-func drawSegment(img *image.RGBA, x0, y0, x1, y1 float64, c color.RGBA, alpha, width float64) {
-	for _, v := range []float64{x0, y0, x1, y1} {
-		if math.IsNaN(v) || math.Abs(v) > 1e6 {
-			return // not a drawable coordinate
-		}
-	}
-	hw := width / 2
-	r := image.Rect(int(math.Floor(math.Min(x0, x1)-hw-1)), int(math.Floor(math.Min(y0, y1)-hw-1)),
-		int(math.Ceil(math.Max(x0, x1)+hw+2)), int(math.Ceil(math.Max(y0, y1)+hw+2))).Intersect(img.Bounds())
-	dx, dy := x1-x0, y1-y0
-	l2 := dx*dx + dy*dy
-	for py := r.Min.Y; py < r.Max.Y; py++ {
-		for px := r.Min.X; px < r.Max.X; px++ {
-			fx, fy := float64(px), float64(py)
-			t := 0.0
-			if l2 > 0 {
-				t = math.Max(0, math.Min(1, ((fx-x0)*dx+(fy-y0)*dy)/l2))
-			}
-			ex, ey := fx-(x0+t*dx), fy-(y0+t*dy)
-			d := math.Sqrt(ex*ex + ey*ey)
-			cov := math.Max(0, math.Min(1, hw+0.5-d))
-			if cov > 0 {
-				blend(img, px, py, c, cov*alpha)
-			}
-		}
-	}
-}
-
-func fillDisc(img *image.RGBA, cx, cy, rad float64, c color.RGBA, alpha float64) {
-	if math.IsNaN(cx+cy) || math.Abs(cx) > 1e6 || math.Abs(cy) > 1e6 {
-		return
-	}
-	r := image.Rect(int(cx-rad-1), int(cy-rad-1), int(cx+rad+2), int(cy+rad+2)).Intersect(img.Bounds())
-	for py := r.Min.Y; py < r.Max.Y; py++ {
-		for px := r.Min.X; px < r.Max.X; px++ {
-			d := math.Hypot(float64(px)-cx, float64(py)-cy)
-			if cov := math.Max(0, math.Min(1, rad+0.5-d)); cov > 0 {
-				blend(img, px, py, c, cov*alpha)
-			}
-		}
-	}
-}
-
-// blend paints c over the pixel with opacity a in [0, 1].
-func blend(img *image.RGBA, x, y int, c color.RGBA, a float64) {
-	if a >= 1 {
-		img.SetRGBA(x, y, c)
-		return
-	}
-	d := img.RGBAAt(x, y)
-	mix := func(dst, src uint8) uint8 { return uint8(math.Round(float64(dst)*(1-a) + float64(src)*a)) }
-	img.SetRGBA(x, y, color.RGBA{mix(d.R, c.R), mix(d.G, c.G), mix(d.B, c.B), 255})
 }
