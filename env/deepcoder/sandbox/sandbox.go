@@ -287,13 +287,7 @@ func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
 	if err := cmd.Start(); err != nil {
 		rr.Close()
 		rw.Close()
-		if s.cfg.Mode == ModeNamespaces && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES)) {
-			return Report{}, fmt.Errorf("%w (clone: %v)", ErrNoNamespaces, err)
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			return Report{}, s.cfg.CheckPython()
-		}
-		return Report{}, fmt.Errorf("sandbox: start %s: %w", s.cfg.Python, err)
+		return Report{}, s.startError(err)
 	}
 	rw.Close()
 	// Read the report (bounded: a few lines per test, each capped by the
@@ -327,6 +321,12 @@ func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
 	for _, w := range lines {
 		switch {
 		case w.SetupError != "":
+			if strings.Contains(w.SetupError, "Operation not permitted") || strings.Contains(w.SetupError, "Permission denied") {
+				// A kernel or security module (AppArmor's userns
+				// restriction, seccomp) let the namespaces be made but
+				// not used: the same refusal.
+				return rep, fmt.Errorf("%w (setting up the isolated root: %s)", ErrNoNamespaces, w.SetupError)
+			}
 			return rep, fmt.Errorf("sandbox: setting up the isolated root failed: %s", w.SetupError)
 		case w.Finished:
 			finished = true
@@ -356,6 +356,21 @@ func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// startError classifies a failed start: the kernel refusing the
+// namespaces (EPERM, EINVAL, ENOSPC, EACCES from clone or the id maps) is
+// ErrNoNamespaces; a missing interpreter says how to install it.
+func (s *Sandbox) startError(err error) error {
+	if s.cfg.Mode == ModeNamespaces && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES)) {
+		return fmt.Errorf("%w (clone: %v)", ErrNoNamespaces, err)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		if perr := s.cfg.CheckPython(); perr != nil {
+			return perr
+		}
+	}
+	return fmt.Errorf("sandbox: start %s: %w", s.cfg.Python, err)
 }
 
 // killTree kills the sandbox's PID 1 (which takes its PID namespace down)

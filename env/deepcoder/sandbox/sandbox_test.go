@@ -9,21 +9,30 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-func testSandbox(t *testing.T, mode string) *Sandbox {
+// testSandbox is a sandbox with a 1 s budget (what hostile programs
+// cost); generous reports a 10 s one for runs that must not time out even
+// on a loaded machine.
+func testSandbox(t *testing.T, mode string) *Sandbox { return newTestSandbox(t, mode, time.Second) }
+
+func generous(t *testing.T, mode string) *Sandbox { return newTestSandbox(t, mode, 10*time.Second) }
+
+func newTestSandbox(t *testing.T, mode string, timeout time.Duration) *Sandbox {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Mode = mode
-	cfg.Timeout = time.Second
+	cfg.Timeout = timeout
 	cfg.MemoryBytes = 256 << 20
 	cfg.OutputBytes = 64 << 10
 	if _, err := os.Stat(cfg.Python); err != nil {
 		t.Skipf("Debian python3 not installed at %s (apt-get install python3-minimal)", cfg.Python)
 	}
+	cfg.Python = markedPython(t)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -45,30 +54,63 @@ func run1(t *testing.T, s *Sandbox, program, input string) (Report, Outcome) {
 	return rep, rep.Outcomes[0]
 }
 
-// nobodyProcs lists processes of the sandbox's host uid (nobody) when the
-// tests run as root: after a run none may be left.
-func nobodyProcs(t *testing.T) []string {
-	if os.Getuid() != 0 {
-		return nil
+var (
+	markOnce sync.Once
+	mark     string
+)
+
+// markedPython is a symlink to Debian's python3 under a name unique to
+// this test process: every process a sandbox of this test starts carries
+// it as argv[0], so leftovers can be told from other programs' (another
+// package's tests may run sandboxes at the same time).
+func markedPython(t *testing.T) string {
+	markOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ragen-sbtest-")
+		if err == nil {
+			_ = os.Chmod(dir, 0o755)
+			link := filepath.Join(dir, "python3")
+			if os.Symlink(DefaultConfig().Python, link) == nil {
+				mark = link
+			}
+		}
+	})
+	if mark == "" {
+		t.Fatal("cannot make the marked python symlink")
 	}
+	return mark
+}
+
+// leftovers lists live processes started by this test's sandboxes: after a
+// run none may be left.
+func leftovers(t *testing.T) []string {
 	ents, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || mark == "" {
 			continue
 		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" && f[1] == "65534" {
-				out = append(out, e.Name())
+		if argv0, _, _ := strings.Cut(string(b), "\x00"); argv0 == mark {
+			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
+				continue // a zombie waiting for its reaper holds no resources
 			}
+			out = append(out, e.Name())
 		}
 	}
 	return out
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if mark != "" {
+		os.RemoveAll(filepath.Dir(mark))
+	}
+	os.Exit(code)
+}
+
 func TestRunsCode(t *testing.T) {
-	s := testSandbox(t, ModeNamespaces)
+	s := generous(t, ModeNamespaces)
 	rep, err := s.Run(context.Background(), Job{
 		Program:  "import sys\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n    print(sum(map(int, sys.stdin.read().split())))",
 		FuncName: "add",
@@ -150,7 +192,7 @@ func TestHostile(t *testing.T) {
 			if el := time.Since(start); el > s.cfg.Timeout+s.cfg.SetupAllowance+2*time.Second {
 				t.Errorf("took %v", el)
 			}
-			if left := nobodyProcs(t); len(left) > 0 {
+			if left := leftovers(t); len(left) > 0 {
 				t.Errorf("sandbox processes left on the host: %v", left)
 			}
 		})
@@ -167,19 +209,18 @@ func TestHostile(t *testing.T) {
 		t.Errorf("a host process was killed: %v", err)
 	}
 	// The sandbox still works after all of it.
-	_, o := run1(t, s, "print(input())", "ok")
+	_, o := run1(t, generous(t, ModeNamespaces), "print(input())", "ok")
 	if o.Stdout != "ok\n" {
 		t.Errorf("after hostile runs: %+v", o)
 	}
 }
 
 func TestWeakModeRunsCode(t *testing.T) {
-	s := testSandbox(t, ModeUnsafeRlimitsOnly)
-	rep, o := run1(t, s, "import os\nprint(input(), os.getcwd().startswith(os.path.realpath(os.environ.get('TMPDIR', '/tmp'))))", "hi")
+	rep, o := run1(t, generous(t, ModeUnsafeRlimitsOnly), "import os\nprint(input(), os.getcwd().startswith(os.path.realpath(os.environ.get('TMPDIR', '/tmp'))))", "hi")
 	if o.Stdout != "hi True\n" || rep.Crashed {
 		t.Fatalf("%+v", rep)
 	}
-	rep, o = run1(t, s, "while True:\n    pass", "")
+	rep, o = run1(t, testSandbox(t, ModeUnsafeRlimitsOnly), "while True:\n    pass", "")
 	if o.Status != "timeout" {
 		t.Fatalf("%+v", rep)
 	}
@@ -206,12 +247,90 @@ func TestConfigErrors(t *testing.T) {
 func TestContextCancel(t *testing.T) {
 	s := testSandbox(t, ModeNamespaces)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	seen := make(chan bool, 1)
+	go func() {
+		// The leftover check must see a running sandbox, or it proves
+		// nothing: wait (bounded) until it does, then cancel.
+		ok := false
+		for i := 0; i < 500 && !ok; i++ {
+			ok = len(leftovers(t)) > 0
+			time.Sleep(10 * time.Millisecond)
+		}
+		seen <- ok
+		cancel()
+	}()
 	_, err := s.Run(ctx, Job{Program: "import time\ntime.sleep(60)", Tests: []Test{{Input: ""}}})
+	if !<-seen {
+		t.Error("the leftover check never saw the running sandbox")
+	}
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	if left := nobodyProcs(t); len(left) > 0 {
+	if left := leftovers(t); len(left) > 0 {
 		t.Errorf("left: %v", left)
+	}
+}
+
+// The kernel's refusals map to ErrNoNamespaces, which names the opt-in
+// weaker mode; other start failures do not.
+func TestStartErrorClassification(t *testing.T) {
+	s := &Sandbox{cfg: DefaultConfig()}
+	for _, e := range []error{syscall.EPERM, syscall.EINVAL, syscall.ENOSPC, &os.SyscallError{Syscall: "clone", Err: syscall.EPERM}} {
+		err := s.startError(&os.PathError{Op: "fork/exec", Path: "/usr/bin/python3", Err: e})
+		if !errors.Is(err, ErrNoNamespaces) || !strings.Contains(err.Error(), "sandbox_mode: unsafe_rlimits_only") {
+			t.Errorf("%v: %v", e, err)
+		}
+	}
+	if err := s.startError(syscall.ENOMEM); errors.Is(err, ErrNoNamespaces) {
+		t.Errorf("ENOMEM classified as a refusal: %v", err)
+	}
+	weak := &Sandbox{cfg: DefaultConfig()}
+	weak.cfg.Mode = ModeUnsafeRlimitsOnly
+	if err := weak.startError(syscall.EPERM); errors.Is(err, ErrNoNamespaces) {
+		t.Errorf("weak mode: %v", err)
+	}
+}
+
+// As an unprivileged user (nobody) the sandbox maps that user to root in
+// its namespaces and still holds: the test binary re-runs the hostile
+// checks under uid 65534. Only when the tests run as root.
+func TestUnprivilegedUser(t *testing.T) {
+	if os.Getenv("RAGEN_SANDBOX_UNPRIV") == "1" {
+		t.Skip("already the unprivileged child")
+	}
+	if os.Getuid() != 0 {
+		t.Skip("not root: the other tests already run unprivileged")
+	}
+	testSandbox(t, ModeNamespaces)
+	dir, err := os.MkdirTemp("", "ragen-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sandbox.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^Test(RunsCode|Hostile)$/^(fork_bomb|huge_allocation|write_outside_its_folder|read_host_files|open_a_socket|kill_its_parent)$", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = []string{"RAGEN_SANDBOX_UNPRIV=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=" + dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), "refuses user namespaces") {
+		t.Skipf("unprivileged user namespaces refused here: %s", out)
+	}
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestHostile") || !strings.Contains(string(out), "--- PASS: TestRunsCode") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
