@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +16,9 @@ import (
 
 	"ragen/dash"
 	"ragen/dash/webdriver"
+	"ragen/env"
+	"ragen/filter"
+	"ragen/ragen"
 )
 
 // trainTinyRun writes a real run folder: two GRPO steps of a one-layer
@@ -333,4 +338,68 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	out.Close()
+}
+
+// TestRolloutExport: training rollouts are written under the step the
+// trainer is on, validation under the finished step, and the filter's
+// decision names each group's rewards, std and fate.
+func TestRolloutExport(t *testing.T) {
+	dir := t.TempDir()
+	step := 0
+	x := &rolloutExport{dir: dir, fc: filter.Config{Strategy: "top_k", Value: 0.5, FilterType: "largest"}, nextFn: func() int { return step + 1 }}
+	batch := &ragen.Batch{Episodes: []*ragen.EnvOutput{{EnvID: 0, GroupID: 0, Tag: "Bandit",
+		History: []ragen.HistoryEntry{{State: "pick", Acted: true, LLMRawResponse: "<answer>A</answer>"}, {State: "A: 1 points"}},
+		Metrics: map[string]float64{"Bandit/success": 1}}}}
+	roll := x.wrap(func(ctx context.Context, mode env.Mode, opt ragen.RolloutOptions) (*ragen.Batch, error) {
+		return batch, nil
+	})
+	for _, m := range []env.Mode{env.ModeVal, env.ModeTrain} { // validation before training, then step 1
+		if _, err := roll(context.Background(), m, ragen.RolloutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step = 1
+	roll(context.Background(), env.ModeVal, ragen.RolloutOptions{}) // validation after step 1
+	for _, f := range []string{"val_step_0.jsonl", "train_step_1.jsonl", "val_step_1.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := ragen.ParseTrajectoryRecord(b)
+		if err != nil || !rec.Metadata.Success || len(rec.Messages) != 3 {
+			t.Fatalf("%s: %+v %v", f, rec, err)
+		}
+	}
+	nan := math.NaN()
+	if err := x.onFilter(2, filter.Result{GroupIDs: []int{4, 5, 6}, RewardMatrix: [][]float64{{1, 0}, {0, 0}, {1, nan}},
+		GroupRewardStd: []float64{0.7, 0, nan}, SelectedGroups: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "filter_step_2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dash.FilterStep
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	g := d.Groups
+	if d.Step != 2 || d.Metric != "reward_variance" || d.Strategy != "top_k" || len(g) != 3 ||
+		g[0].GroupID != 4 || !g[0].Kept || g[1].Kept || g[2].Kept || *g[0].RewardStd != 0.7 || g[2].RewardStd != nil || len(g[2].Rewards) != 1 {
+		t.Fatalf("decision %s", b)
+	}
+
+	tr, _, err := loadTree(nil, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rolloutDataDir(tr, "out"); got != filepath.Join("out", "rollouts") {
+		t.Fatalf("default: %q", got)
+	}
+	for v, want := range map[string]string{"/data/r": "/data/r", "none": ""} {
+		tr, _, _ := loadTree([]string{"trainer.rollout_data_dir=" + v}, "base")
+		if got, _ := rolloutDataDir(tr, "out"); got != want {
+			t.Fatalf("%s: %q", v, got)
+		}
+	}
 }
