@@ -244,3 +244,48 @@ func TestGradientAnalysisSeparateRollout(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 }
+
+// TestMain lets the test binary stand in for the ragen binary: with
+// RAGEN_TEST_AS_CLI=1 it runs the CLI on its arguments (multirun --jobs N
+// starts `os.Executable() train ...` children).
+func TestMain(m *testing.M) {
+	if os.Getenv("RAGEN_TEST_AS_CLI") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestMultirunParallelJobsInChildProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two tiny runs in child processes")
+	}
+	t.Setenv("RAGEN_TEST_AS_CLI", "1")
+	dir := t.TempDir()
+	args := append([]string{"train", "-m", "--jobs", "2"}, tinySweepArgs()...)
+	args = append(args, "seed.train=1,2", "hydra.sweep.dir="+dir)
+	require.NoError(t, run(context.Background(), args))
+	f, err := os.Open(filepath.Join(dir, "summary.csv"))
+	require.NoError(t, err)
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	require.NoError(t, err)
+	require.Len(t, rows, 3)
+	for i, seed := range []string{"1", "2"} {
+		require.Equal(t, seed, rows[i+1][1])
+		require.Equal(t, "ok", rows[i+1][8])
+		log, err := os.ReadFile(filepath.Join(dir, rows[i+1][0], "train.log"))
+		require.NoError(t, err)
+		require.Contains(t, string(log), "training stopped: finished after 1 steps")
+	}
+	// failing jobs are reported with their logs, and still summarised
+	failed := t.TempDir()
+	err = run(context.Background(), append([]string{"train", "-m", "--jobs", "2", "hydra.sweep.dir=" + failed},
+		append(tinySweepArgs(), "model_path=/nonexistent/a,/nonexistent/b")...))
+	require.ErrorContains(t, err, "job 0")
+	require.ErrorContains(t, err, "job 1")
+	require.ErrorContains(t, err, "train.log")
+	md, err := os.ReadFile(filepath.Join(failed, "summary.md"))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(md), "| failed: "))
+}
