@@ -15,16 +15,42 @@ import (
 	"ragen/track"
 )
 
-// cmdDemo runs the CPU demo: a tiny model, SFT warm-up on random-arm
-// demonstrations, then StarPO, with validation success before and after and
-// plots of the run. Extra arguments are overrides of config/demo.yaml.
-func cmdDemo(ctx context.Context, args []string) error {
-	fl, rest, err := splitFlags(args, "out")
+// demoArgs turns demo's flags (--out DIR, --quick) into overrides of
+// config/demo.yaml, followed by the user's own.
+func demoArgs(args []string) ([]string, error) {
+	var kept []string
+	quick := false
+	for _, a := range args {
+		if a == "--quick" {
+			quick = true
+			continue
+		}
+		kept = append(kept, a)
+	}
+	fl, rest, err := splitFlags(kept, "out")
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if quick {
+		// A short smoke run: fewer warm-up and training steps and a
+		// smaller validation set; the user's overrides still win.
+		rest = append([]string{"sft.steps=30", "trainer.total_training_steps=3", "trainer.test_freq=3",
+			"es_manager.val.env_groups=32", "es_manager.val.env_configs.n_groups=[32]"}, rest...)
 	}
 	if fl["out"] != "" {
 		rest = append(rest, "trainer.default_local_dir="+fl["out"])
+	}
+	return rest, nil
+}
+
+// cmdDemo runs the CPU demo: a tiny model, SFT warm-up on random-arm
+// demonstrations, then StarPO, with validation success before and after and
+// plots of the run. Extra arguments are overrides of config/demo.yaml;
+// --quick makes it a short smoke run.
+func cmdDemo(ctx context.Context, args []string) error {
+	rest, err := demoArgs(args)
+	if err != nil {
+		return err
 	}
 	t, _, err := loadTree(append([]string{"--config-name", "demo"}, rest...), "demo")
 	if err != nil {

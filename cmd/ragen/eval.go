@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -67,14 +69,36 @@ func loadTree(args []string, defaultName string) (*config.Tree, config.Args, err
 
 type evalFlags struct {
 	policy, baseURL, apiModel, apiKeyEnv, out, device string
+	requestTimeout, maxRetries, truncation            string
 }
 
+const evalHelp = `
+  --policy P             model (default), api (when model_config.model_name is set), oracle, random
+  --out FILE             the JSONL written (default output.dir/<time>.jsonl)
+  --base-url URL         an OpenAI-compatible server (vLLM, SGLang, a proxy) for --policy api
+  --api-model NAME       model name sent to it
+  --api-key-env VAR      environment variable holding its key
+  --request-timeout D    per API attempt (default 60s; config: +model_config.request_timeout=60)
+  --max-retries N        API retries after the first try (default 3; config: +model_config.max_retries)
+  --truncation MODE      a reply cut by max tokens: fail (the episode, default) or keep
+                         (config: +model_config.allow_truncated=true)
+  --max-failures N       failed episodes tolerated before the run stops
+                         (default 10% of the episodes; config: +eval.max_failures)
+  --chunk-groups N       env groups per rollout; results stream to disk after each
+                         (default 64; config: +eval.chunk_groups)
+  --close-timeout D      closing a chunk's envs, in parallel (default 10s)
+Episodes are written as they finish to FILE.partial, renamed to FILE at the end,
+also when the run is interrupted (SIGINT/SIGTERM) or runs out of failure budget.
+`
+
 func cmdEval(ctx context.Context, args []string) error {
-	fl, rest, err := splitFlags(args, "policy", "base-url", "api-model", "api-key-env", "out", "device")
+	fl, rest, err := splitFlags(args, "policy", "base-url", "api-model", "api-key-env", "out", "device",
+		"request-timeout", "max-retries", "truncation", "max-failures", "chunk-groups", "close-timeout")
 	if err != nil {
 		return err
 	}
-	f := evalFlags{policy: fl["policy"], baseURL: fl["base-url"], apiModel: fl["api-model"], apiKeyEnv: fl["api-key-env"], out: fl["out"], device: fl["device"]}
+	f := evalFlags{policy: fl["policy"], baseURL: fl["base-url"], apiModel: fl["api-model"], apiKeyEnv: fl["api-key-env"], out: fl["out"], device: fl["device"],
+		requestTimeout: fl["request-timeout"], maxRetries: fl["max-retries"], truncation: fl["truncation"]}
 	t, a, err := loadTree(rest, "eval")
 	if err != nil {
 		return err
@@ -87,6 +111,10 @@ func cmdEval(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	opt, err := evalOptions(t, fl, cfg)
+	if err != nil {
+		return err
+	}
 	if f.policy == "" {
 		f.policy = "model"
 		if t.Has("model_config.model_name") {
@@ -94,79 +122,86 @@ func cmdEval(ctx context.Context, args []string) error {
 		}
 	}
 	var tok tokenizer.Tokenizer = tokenizer.NewByte()
-	var policy ragen.Policy
-	var closeFn func()
-	var proxy *ragen.AgentProxy
-	lookup := func(id int) env.BaseEnv { return proxy.EnvManager(env.ModeVal).Env(id) }
+	var newPolicy func(lookup func(int) env.BaseEnv) (ragen.Policy, error)
 	switch f.policy {
 	case "oracle", "random":
 		noise := 0.0
 		if f.policy == "random" {
 			noise = 1
 		}
-		policy, err = ragen.NewDemonstrator(ragen.DemonstratorConfig{
-			Noise: noise, MaxActions: cfg.AgentProxy.MaxActionsPerTurn, Sep: cfg.AgentProxy.ActionSep,
-			EnableThink: cfg.AgentProxy.EnableThink, Seed: 1}, lookup)
+		newPolicy = func(lookup func(int) env.BaseEnv) (ragen.Policy, error) {
+			return ragen.NewDemonstrator(ragen.DemonstratorConfig{
+				Noise: noise, MaxActions: cfg.AgentProxy.MaxActionsPerTurn, Sep: cfg.AgentProxy.ActionSep,
+				EnableThink: cfg.AgentProxy.EnableThink, Seed: 1}, lookup)
+		}
 	case "api":
-		policy, err = apiPolicy(t, f)
+		p, err := apiPolicy(t, f)
+		if err != nil {
+			return err
+		}
+		newPolicy = func(func(int) env.BaseEnv) (ragen.Policy, error) { return p, nil }
 	case "model":
-		policy, tok, closeFn, err = modelPolicy(t, f.device)
-	default:
-		err = fmt.Errorf("--policy %q: valid policies are model, api, oracle, random", f.policy)
-	}
-	if err != nil {
-		return err
-	}
-	if closeFn != nil {
+		p, mtok, closeFn, err := modelPolicy(t, f.device)
+		if err != nil {
+			return err
+		}
 		defer closeFn()
+		tok = mtok
+		newPolicy = func(func(int) env.BaseEnv) (ragen.Policy, error) { return p, nil }
+	default:
+		return fmt.Errorf("--policy %q: valid policies are model, api, oracle, random", f.policy)
 	}
-	// Evaluate builds its own proxy; build one here so the demonstrator can see the envs.
-	proxy, err = ragen.NewAgentProxy(cfg, tok, ragen.DefaultProvider(), policy)
+	out, err := evalOutputPath(t, f.out)
 	if err != nil {
 		return err
 	}
-	defer proxy.Close()
-	start := time.Now()
-	b, err := proxy.Rollout(ctx, env.ModeVal)
-	if err != nil {
-		return err
-	}
-	elapsed := time.Since(start)
-	printEval(b, elapsed)
-	return writeTrajectories(t, f.out, b, cfg)
+	return runEval(ctx, cfg, tok, newPolicy, out, opt)
 }
 
-func printEval(b *ragen.Batch, elapsed time.Duration) {
-	tags := map[string]bool{}
-	for _, tg := range b.Tags {
-		tags[tg] = true
+// evalOptions reads the eval.* keys (added with +) and their flags; flags win.
+func evalOptions(t *config.Tree, fl map[string]string, cfg ragen.Config) (ragen.EvalOptions, error) {
+	opt := ragen.EvalOptions{MaxFailures: -2, Export: ragen.ExportOptions{UpstreamSuccess: cfg.Compat.JSONLSuccess}}
+	r := &reader{t: t}
+	r.int("eval.chunk_groups", &opt.ChunkGroups)
+	r.int("eval.max_failures", &opt.MaxFailures)
+	r.duration("eval.close_timeout", &opt.CloseTimeout)
+	if err := r.err(); err != nil {
+		return opt, err
 	}
-	names := make([]string, 0, len(tags))
-	for tg := range tags {
-		names = append(names, tg)
+	for _, c := range []struct {
+		flag string
+		dst  *int
+		min  int
+	}{{"chunk-groups", &opt.ChunkGroups, 1}, {"max-failures", &opt.MaxFailures, 0}} {
+		if v, ok := fl[c.flag]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < c.min {
+				return opt, fmt.Errorf("--%s %q: want an integer >= %d", c.flag, v, c.min)
+			}
+			*c.dst = n
+		}
 	}
-	sort.Strings(names)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "tag\tsuccess\tnum_actions\taction_is_valid\n")
-	for _, tg := range names {
-		m := b.Metrics
-		fmt.Fprintf(tw, "%s\t%.4f\t%.2f\t%.4f\n", tg, m[tg+"/success"], m[tg+"/num_actions"], m[tg+"/action_is_valid"])
+	if v, ok := fl["close-timeout"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return opt, fmt.Errorf("--close-timeout %q: want a positive duration such as 10s", v)
+		}
+		opt.CloseTimeout = d
 	}
-	tw.Flush()
-	keys := make([]string, 0, len(b.Metrics))
-	for k := range b.Metrics {
-		keys = append(keys, k)
+	if opt.ChunkGroups < 0 {
+		return opt, fmt.Errorf("eval.chunk_groups=%d must be >= 1", opt.ChunkGroups)
 	}
-	sort.Strings(keys)
-	fmt.Println()
-	for _, k := range keys {
-		fmt.Printf("%s: %.6g\n", k, b.Metrics[k])
+	if opt.MaxFailures == -2 { // default: a tenth of the episodes
+		opt.MaxFailures = cfg.ESManager.Val.EnvGroups * cfg.ESManager.Val.GroupSize / 10
+	} else if opt.MaxFailures < 0 {
+		return opt, fmt.Errorf("eval.max_failures=%d must be >= 0", opt.MaxFailures)
 	}
-	n := len(b.Episodes)
-	fmt.Printf("\n%d trajectories in %.1fs (%.1f trajectories/s)\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
+	return opt, nil
 }
 
-func writeTrajectories(t *config.Tree, out string, b *ragen.Batch, cfg ragen.Config) error {
+// evalOutputPath is --out, or output.dir (default results/eval) with a
+// timestamped name.
+func evalOutputPath(t *config.Tree, out string) (string, error) {
 	if out == "" {
 		dir := "results/eval"
 		if t.Has("output.dir") {
@@ -182,22 +217,88 @@ func writeTrajectories(t *config.Tree, out string, b *ragen.Batch, cfg ragen.Con
 		out = filepath.Join(dir, filepath.Base(ragen.DefaultEvalOutputPath(time.Now(), "jsonl")))
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
+		return "", err
 	}
-	recs := ragen.TrajectoryRecords(b, ragen.ExportOptions{UpstreamSuccess: cfg.Compat.JSONLSuccess})
-	fh, err := os.Create(out)
+	return out, nil
+}
+
+// runEval streams the episodes to out+".partial" and renames it to out at
+// the end, whatever the outcome, so an interrupted or failing run keeps its
+// finished episodes.
+func runEval(ctx context.Context, cfg ragen.Config, tok tokenizer.Tokenizer, newPolicy func(func(int) env.BaseEnv) (ragen.Policy, error), out string, opt ragen.EvalOptions) error {
+	tmp := out + ".partial"
+	fh, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if err := ragen.WriteJSONL(fh, recs); err != nil {
-		fh.Close()
-		return err
+	start := time.Now()
+	last := time.Now()
+	then := opt.Progress
+	opt.Progress = func(done, total, failed int) {
+		if then != nil {
+			then(done, total, failed)
+		}
+		if time.Since(last) > 2*time.Second || done == total {
+			fmt.Fprintf(os.Stderr, "\reval: %d/%d episodes (%d failed)", done, total, failed)
+			last = time.Now()
+		}
 	}
-	if err := fh.Close(); err != nil {
-		return err
+	sum, runErr := ragen.EvaluateStream(ctx, cfg, tok, ragen.DefaultProvider(), newPolicy, fh, opt)
+	fmt.Fprintln(os.Stderr)
+	if err := errors.Join(fh.Sync(), fh.Close()); err != nil {
+		return errors.Join(runErr, err)
 	}
-	fmt.Printf("wrote %d trajectories to %s (read them with: ragen view %s)\n", len(recs), out, out)
+	if err := os.Rename(tmp, out); err != nil {
+		return errors.Join(runErr, err)
+	}
+	printEval(sum, time.Since(start))
+	if runErr != nil {
+		return fmt.Errorf("%w (the %d episodes written so far are in %s)", runErr, sum.Episodes, out)
+	}
+	fmt.Printf("wrote %d trajectories to %s (read them with: ragen view %s)\n", sum.Episodes, out, out)
 	return nil
+}
+
+func printEval(sum ragen.EvalSummary, elapsed time.Duration) {
+	tags := map[string]bool{}
+	for k := range sum.Metrics {
+		if tag, ok := strings.CutSuffix(k, "/success"); ok && !strings.Contains(tag, "/") {
+			tags[tag] = true
+		}
+	}
+	names := make([]string, 0, len(tags))
+	for tg := range tags {
+		names = append(names, tg)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "tag\tsuccess\tnum_actions\taction_is_valid\n")
+	for _, tg := range names {
+		m := sum.Metrics
+		fmt.Fprintf(tw, "%s\t%.4f\t%.2f\t%.4f\n", tg, m[tg+"/success"], m[tg+"/num_actions"], m[tg+"/action_is_valid"])
+	}
+	tw.Flush()
+	fmt.Println()
+	for _, k := range ragen.SortedKeys(sum.Metrics) {
+		fmt.Printf("%s: %.6g\n", k, sum.Metrics[k])
+	}
+	if sum.Failed > 0 {
+		fmt.Printf("\n%d episodes failed:\n", sum.Failed)
+		reasons := make([]string, 0, len(sum.Failures))
+		for r := range sum.Failures {
+			reasons = append(reasons, r)
+		}
+		sort.Slice(reasons, func(i, j int) bool { return sum.Failures[reasons[i]] > sum.Failures[reasons[j]] })
+		for i, r := range reasons {
+			if i == 5 {
+				fmt.Printf("  ... %d more reasons\n", len(reasons)-5)
+				break
+			}
+			fmt.Printf("  %d x %s\n", sum.Failures[r], r)
+		}
+	}
+	n := sum.Episodes
+	fmt.Printf("\n%d trajectories in %.1fs (%.1f trajectories/s)\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
 }
 
 // providers maps upstream's evaluate_api_llm provider names to
@@ -243,6 +344,35 @@ func apiPolicy(t *config.Tree, f evalFlags) (ragen.Policy, error) {
 	}
 	if f.apiKeyEnv != "" {
 		c.APIKeyEnv = f.apiKeyEnv
+	}
+	r.duration("model_config.request_timeout", &c.RequestTimeout)
+	r.int("model_config.max_retries", &c.MaxRetries)
+	r.bool("model_config.allow_truncated", &c.AllowTruncated)
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	if f.requestTimeout != "" {
+		d, err := time.ParseDuration(f.requestTimeout)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("--request-timeout %q: want a positive duration such as 30s", f.requestTimeout)
+		}
+		c.RequestTimeout = d
+	}
+	if f.maxRetries != "" {
+		n, err := strconv.Atoi(f.maxRetries)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--max-retries %q: want an integer >= 0", f.maxRetries)
+		}
+		c.MaxRetries = n
+	}
+	switch f.truncation {
+	case "":
+	case "fail":
+		c.AllowTruncated = false
+	case "keep":
+		c.AllowTruncated = true
+	default:
+		return nil, fmt.Errorf("--truncation %q: want fail (the episode fails) or keep", f.truncation)
 	}
 	return ragen.NewOpenAIPolicy(c)
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -28,18 +29,18 @@ const usage = `ragen: StarPO training and evaluation of LLM agents in multi-turn
 usage:
   ragen train [--config-name NAME] [--config-path DIR] [--cfg job] [key=value ...]
   ragen train -m [--jobs N] [key=a,b,c ...] [hydra.sweep.dir=DIR]   (multirun, sweep summary)
-  ragen eval  [--config-name NAME] [--policy model|api|oracle|random] [key=value ...]
+  ragen eval  [--config-name NAME] [--policy model|api|oracle|random] [--out FILE] [--max-failures N] [key=value ...]
   ragen sft   [--config-name NAME] [key=value ...]
   ragen demo  [--out DIR] [--quick]
   ragen view  FILE.jsonl [--max N]
-  ragen serve-envs [--addr 127.0.0.1:8111] [--max-envs N] [--idle-timeout 10m]
+  ragen serve-envs [--addr 127.0.0.1:8111] [--token T] [--allow-dir DIR] [--max-envs N] [--idle-timeout 10m]
   ragen dash  [--addr 127.0.0.1:8090] [--token T] [--model DIR] RUN_DIR...
   ragen plot  grad-analysis|reward-dist|reward-matrix FILE.jsonl... [--out DIR]
   ragen visualize FILE.jsonl [--addr 127.0.0.1:8000]
   ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND ...
   ragen version
 
-Overrides use upstream's Hydra syntax: a.b=1 (key must exist), +a.b=1 (new key),
+Every command takes --help. Overrides use upstream's Hydra syntax: a.b=1 (key must exist), +a.b=1 (new key),
 ++a.b=1 (add or replace), ~a.b (delete). Unknown keys name the nearest valid key.
 `
 
@@ -47,12 +48,63 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "ragen:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
 		}
 		os.Exit(1)
 	}
+}
+
+// errorLine is the message main prints: one "ragen:" prefix, also when
+// the error comes from package ragen (whose errors start with "ragen: ").
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "ragen: ") {
+		return msg
+	}
+	return "ragen: " + msg
+}
+
+// wantsHelp reports whether a subcommand's arguments ask for help (-h,
+// --help or help as an argument; for launch only before the command it
+// runs).
+func wantsHelp(cmd string, rest []string) bool {
+	for _, a := range rest {
+		switch a {
+		case "-h", "-help", "--help":
+			return true
+		case "help":
+			if cmd != "view" { // view's argument is a file name
+				return true
+			}
+		}
+		if cmd == "launch" && !strings.HasPrefix(a, "-") {
+			return false
+		}
+	}
+	return false
+}
+
+// commandHelp prints the usage line of cmd from the usage text and, for
+// the commands with a flag set of their own, its flags.
+func commandHelp(cmd string) {
+	for _, line := range strings.Split(usage, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "ragen "+cmd+" ") || strings.TrimSpace(line) == "ragen "+cmd {
+			fmt.Println("usage:\n" + line)
+		}
+	}
+	if h, ok := extraHelp[cmd]; ok {
+		fmt.Print(h)
+	}
+	fmt.Print(usage[strings.Index(usage, "Overrides use"):])
+}
+
+// extraHelp is per-command detail beyond the usage line.
+var extraHelp = map[string]string{
+	"serve-envs": serveEnvsHelp,
+	"eval":       evalHelp,
+	"demo":       "\n  --out DIR   where the run writes (trainer.default_local_dir)\n  --quick     a short smoke run (fewer SFT and training steps, 32 validation envs)\n\n",
 }
 
 func run(ctx context.Context, args []string) error {
@@ -61,6 +113,10 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
+	if strings.Contains(usage, "  ragen "+cmd+" ") && wantsHelp(cmd, rest) {
+		commandHelp(cmd)
+		return nil
+	}
 	switch cmd {
 	case "train":
 		return cmdTrain(ctx, rest)
@@ -74,12 +130,12 @@ func run(ctx context.Context, args []string) error {
 		return cmdView(rest)
 	case "serve-envs":
 		return cmdServeEnvs(ctx, rest)
-	case "dash":
-		return cmdDash(ctx, rest)
 	case "plot":
 		return cmdPlot(rest)
 	case "visualize":
 		return cmdVisualize(ctx, rest)
+	case "dash":
+		return cmdDash(ctx, rest)
 	case "launch":
 		return cmdLaunch(ctx, rest)
 	case "version":
