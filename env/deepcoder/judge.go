@@ -97,6 +97,8 @@ func judgeOne(n int, t TestCase, o sandbox.Outcome) (bool, string) {
 	switch {
 	case o.Status == "output_limit":
 		return false, fmt.Sprintf("Runtime error on test %d: output limit exceeded", n)
+	case o.Status == "memory_limit":
+		return false, fmt.Sprintf("Runtime error on test %d: memory limit exceeded", n)
 	case o.Status != "done":
 		return false, fmt.Sprintf("Runtime error on test %d: %s", n, o.Status)
 	case o.Exception != "" && functional:

@@ -147,6 +147,25 @@ elif MODE != "weak":
     fail("unknown mode " + MODE)
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
+PAGE = os.sysconf("SC_PAGE_SIZE")
+HAVE_PROC = MODE == "ns" and os.path.exists("/proc/self/statm")
+
+
+def sandbox_rss():
+    """Resident anonymous memory of every process of the namespace but the
+    runner (PID 1): RLIMIT_AS bounds one process, this bounds them all."""
+    total = 0
+    for n in os.listdir("/proc"):
+        if n.isdigit() and n != "1":
+            try:
+                with open("/proc/%s/statm" % n) as f:
+                    parts = f.read().split()
+                total += (int(parts[1]) - int(parts[2])) * PAGE
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
 job = json.loads(sys.stdin.read())
 os.close(0)
 os.open("/dev/null", os.O_RDONLY)
@@ -224,6 +243,7 @@ for i, test in enumerate(job["tests"]):
     for fd in open_fds:
         os.set_blocking(fd, False)
     status, over, exited, code = None, False, False, None
+    next_mem = 0.0
     while True:
         if not exited:
             wpid, st = os.waitpid(pid, os.WNOHANG)
@@ -253,6 +273,11 @@ for i, test in enumerate(job["tests"]):
         if over:
             status = "output_limit"
             break
+        if HAVE_PROC and time.monotonic() >= next_mem:
+            next_mem = time.monotonic() + 0.01
+            if sandbox_rss() > LIM["memory_bytes"]:
+                status = "memory_limit"
+                break
         if exited and not ready:
             break  # leftovers holding the pipes open do not delay us
     if status is not None or not exited:

@@ -71,7 +71,11 @@ type Config struct {
 	Python      string        // interpreter; Debian's /usr/bin/python3
 	Mode        string        // ModeNamespaces or ModeUnsafeRlimitsOnly
 	Timeout     time.Duration // wall-clock budget of all tests of one Run (upstream: 3 s)
-	MemoryBytes int64         // RLIMIT_AS of each test process
+	// MemoryBytes is RLIMIT_AS of each test process and, in namespace
+	// mode, the budget of resident memory of all of a test's processes
+	// together (checked every 10 ms): a fork bomb of allocators cannot
+	// multiply it.
+	MemoryBytes int64
 	FileBytes   int64         // RLIMIT_FSIZE
 	TmpfsBytes  int64         // size of each of the root, /work and /tmp tmpfs mounts
 	MaxProcs    int           // RLIMIT_NPROC
@@ -141,7 +145,7 @@ type Job struct {
 
 // Outcome of one test as the runner saw it.
 type Outcome struct {
-	Status    string // "done", "timeout", "output_limit", "not_run"
+	Status    string // "done", "timeout", "output_limit", "memory_limit", "not_run"
 	Stdout    string
 	Stderr    string // last 4000 bytes
 	Result    string // functional tests: str(return value)
