@@ -68,18 +68,18 @@ var ErrNoNamespaces = errors.New("sandbox: the kernel refused to create user/PID
 
 // Config holds the sandbox limits.
 type Config struct {
-	Python      string        // interpreter; Debian's /usr/bin/python3
-	Mode        string        // ModeNamespaces or ModeUnsafeRlimitsOnly
-	Timeout     time.Duration // wall-clock budget of all tests of one Run (upstream: 3 s)
+	Python  string        // interpreter; Debian's /usr/bin/python3
+	Mode    string        // ModeNamespaces or ModeUnsafeRlimitsOnly
+	Timeout time.Duration // wall-clock budget of all tests of one Run (upstream: 3 s)
 	// MemoryBytes is RLIMIT_AS of each test process and, in namespace
 	// mode, the budget of resident memory of all of a test's processes
 	// together (checked every 10 ms): a fork bomb of allocators cannot
 	// multiply it.
 	MemoryBytes int64
-	FileBytes   int64         // RLIMIT_FSIZE
-	TmpfsBytes  int64         // size of each of the root, /work and /tmp tmpfs mounts
-	MaxProcs    int           // RLIMIT_NPROC
-	OutputBytes int           // cap on what one test may print (stdout+stderr+result)
+	FileBytes   int64 // RLIMIT_FSIZE
+	TmpfsBytes  int64 // size of each of the root, /work and /tmp tmpfs mounts
+	MaxProcs    int   // RLIMIT_NPROC
+	OutputBytes int   // cap on what one test may print (stdout+stderr+result)
 	// SetupAllowance is extra wall time for starting the interpreter and
 	// building the root, on top of Timeout, before Go kills the sandbox.
 	SetupAllowance time.Duration
