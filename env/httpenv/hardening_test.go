@@ -314,3 +314,41 @@ func TestShutdownWithStuckEnv(t *testing.T) {
 	}
 	<-resetDone // the client's call ended with the connection
 }
+
+// Regression (issue 14): closing envs of a dead server took minutes
+// (every close retried with the full timeout). CloseContext ends with its
+// context, retries and backoff included.
+func TestCloseContextHonoursDeadline(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	url := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Method == "POST" && r.URL.Path == "/v1/envs" {
+			io.WriteString(w, `{"id":"e1","render":"start"}`)
+			return
+		}
+		select { // a server that stopped answering
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	})
+	c, err := httpenv.New(httpenv.Config{URL: url, EnvType: "x", Timeout: time.Minute, Retries: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.CloseContext(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "close") {
+			t.Errorf("CloseContext: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("CloseContext ignored its deadline")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+}
