@@ -264,3 +264,14 @@ func BenchmarkStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
 }
+
+func TestParquet(t *testing.T) {
+	ts, err := Load(Config{DatasetNameOrPath: "testdata/theorems.parquet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Informal != "Two plus two is four." || strings.Join(ts[0].Statement, "|") != "theorem two_add_two : (2 : ℕ) + 2 = 4 := by" ||
+		strings.Join(ts[1].Imports, "|") != "import Mathlib" || ts[1].Informal != "" {
+		t.Fatalf("%+v", ts)
+	}
+}

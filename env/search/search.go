@@ -184,6 +184,12 @@ func ReadParquetQuestions(r io.Reader, limit int) ([]Question, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
+	if limit > 0 && len(qs) > limit { // ReadColumn stops after a whole row group
+		qs = qs[:limit]
+	}
+	if len(gts) < len(qs) {
+		return nil, fmt.Errorf("search: parquet: ground_truth has %d rows, question %d", len(gts), len(qs))
+	}
 	out := make([]Question, 0, len(qs))
 	for i := range qs {
 		if qs[i].Null || len(qs[i].Strs) != 1 {

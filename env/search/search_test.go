@@ -293,3 +293,18 @@ func TestOracle(t *testing.T) {
 		}
 	}
 }
+
+func TestParquetQuestions(t *testing.T) {
+	qs, err := LoadQuestions(Config{TrainPath: "testdata/questions.parquet", MaxInstances: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 2 || qs[0].Question != "Which city is the capital of Austria?" || strings.Join(qs[1].GroundTruth, "|") != "Ian Murdock|Murdock" {
+		t.Fatalf("%+v", qs)
+	}
+	e := newEnv(t, map[string]any{"train_path": "testdata/questions.parquet"})
+	e.Reset(context.Background(), 2, env.ModeTrain)
+	if r := step(t, e, "finish[Yes]"); r.Reward != 1 {
+		t.Errorf("%+v", r)
+	}
+}
