@@ -56,14 +56,18 @@ func shParams(init [][]float32) ([]*torch.Tensor, error) {
 
 // shBackward accumulates the gradient of sum over rows of squared error / N.
 func shBackward(ps []*torch.Tensor, x, tgt []float32, rows []int) error {
+	return shBackwardOn(ps, x, tgt, rows, torch.CPU)
+}
+
+func shBackwardOn(ps []*torch.Tensor, x, tgt []float32, rows []int, dev torch.Device) error {
 	return withScope(func(s *torch.Scope) error {
 		var xs, ts []float32
 		for _, i := range rows {
 			xs = append(xs, x[i*shIn:(i+1)*shIn]...)
 			ts = append(ts, tgt[i*shOut:(i+1)*shOut]...)
 		}
-		X := s.Own(torch.From(xs, int64(len(rows)), shIn))
-		T := s.Own(torch.From(ts, int64(len(rows)), shOut))
+		X := s.To(s.Own(torch.From(xs, int64(len(rows)), shIn)), torch.Float32, dev)
+		T := s.To(s.Own(torch.From(ts, int64(len(rows)), shOut)), torch.Float32, dev)
 		h := s.Tanh(s.Add(s.MatMul(X, ps[0]), ps[1]))
 		y := s.Add(s.MatMul(h, ps[2]), ps[3])
 		loss := s.DivS(s.Sum(s.Square(s.Sub(y, T)), false), shN)

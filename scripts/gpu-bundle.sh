@@ -16,6 +16,14 @@ mkdir -p "$b/lib" "$b/csrc" "$b/pkg"
 TORCH=system "$root/scripts/build-shim.sh" "$b/lib" "$root/internal/torch/csrc"
 cp "$root"/internal/torch/csrc/*.cc "$root"/internal/torch/csrc/*.h "$root"/internal/torch/csrc/*.hpp "$b/csrc/"
 cp "$root/scripts/build-shim.sh" "$b/"
+# c10d (package dist): libragen_dist.so from internal/dist/csrc, laid out as
+# in the tree so that its ../../torch/csrc include resolves; NCCL is compiled
+# in when the torch build-shim.sh finds has CUDA.
+mkdir -p "$b/src/internal/torch/csrc" "$b/src/internal/dist/csrc"
+cp "$root/internal/torch/csrc/tensor_impl.hpp" "$b/src/internal/torch/csrc/"
+cp "$root"/internal/dist/csrc/*.cc "$root"/internal/dist/csrc/*.h "$root"/internal/dist/csrc/*.hpp "$b/src/internal/dist/csrc/"
+TORCH=system "$root/scripts/build-shim.sh" "$b/lib/dist" "$b/src/internal/dist/csrc"
+mv "$b/lib/dist/libragen_torch.so" "$b/lib/libragen_dist.so" && rmdir "$b/lib/dist"
 cd "$root"
 pkgs=$(go list -f '{{if .TestGoFiles}}{{.ImportPath}} {{join .Deps " "}}{{end}}' ./... | grep 'ragen/internal/torch' | cut -d' ' -f1 || true)
 pkgs="$pkgs $(go list ./torch)"
@@ -36,6 +44,9 @@ cat >"$b/gpu-check.sh" <<'RUN'
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-python3} "$here/build-shim.sh" "$here/lib" "$here/csrc" || exit 1
+# dist (c10d, NCCL with a CUDA torch); its NCCL check is dist's TestNCCL below
+PYTHON=${PYTHON:-python3} "$here/build-shim.sh" "$here/lib/dist" "$here/src/internal/dist/csrc" || exit 1
+mv "$here/lib/dist/libragen_torch.so" "$here/lib/libragen_dist.so"
 export LD_LIBRARY_PATH=$here/lib:$("${PYTHON:-python3}" -c 'import os,torch;print(os.path.dirname(torch.__file__)+"/lib")' 2>/dev/null)
 export RAGEN_TEST_DEVICE=${RAGEN_TEST_DEVICE:-cuda}
 rc=0

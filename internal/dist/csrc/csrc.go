@@ -4,13 +4,18 @@
 // an `import "C"`. Tensors cross as the torch shim's tt_tensor handles (see
 // ../../torch/csrc/tensor_impl.hpp); package dist owns the policy on top.
 //
+// Build modes follow internal/torch/csrc: the system libtorch by default,
+// tag torchpc (pkg-config), tag cuda (adds the NCCL group, dist_cuda.cc),
+// tag torchshared (dist.cc is not compiled in; binaries link
+// libragen_dist.so, built from the same sources by scripts/gpu-bundle.sh).
+//
 // dist.cc includes ../../torch/csrc/tensor_impl.hpp, which cmd/go does not
 // hash into this package's build key: keep that header stable, or clean the
 // build cache when it changes.
 package csrc
 
 /*
-#cgo CXXFLAGS: -std=c++17 -g0 -O1 -fPIC -Wno-deprecated-declarations -DUSE_C10D_GLOO
+#cgo CXXFLAGS: -std=c++17 -g0 -O1 -fPIC -Wno-deprecated-declarations
 #include <stdlib.h>
 #include "dist.h"
 */

@@ -1,4 +1,12 @@
+//go:build !torchshared
+
 // dist.cc - c10d process groups and stores behind the C ABI of dist.h.
+// Compiled by cgo, or (tag torchshared) into libragen_dist.so by
+// scripts/gpu-bundle.sh with scripts/build-shim.sh, which passes no
+// defines of its own: USE_C10D_GLOO is set here.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
 #include "dist.h"
 
 #include <chrono>

@@ -1,7 +1,12 @@
-//go:build cuda
+//go:build cuda && !torchshared
 
 // dist_cuda.cc - the NCCL process group, compiled only with the cuda build
-// tag against a CUDA libtorch (built with USE_C10D_NCCL).
+// tag (or, in libragen_dist.so, when build-shim.sh defines RAGEN_WITH_CUDA)
+// against a CUDA libtorch built with NCCL.
+#ifdef RAGEN_WITH_CUDA
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL
+#endif
 #include <cstdlib>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -30,3 +35,4 @@ td_err td_pg_nccl(td_store s, const char* prefix, int rank, int world, int64_t t
     return td_errorf("nccl", e.what());
   }
 }
+#endif  // RAGEN_WITH_CUDA

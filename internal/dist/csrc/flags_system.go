@@ -1,4 +1,4 @@
-//go:build !torchpc
+//go:build !torchpc && !torchshared
 
 package csrc
 
