@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"slices"
 	"sort"
 
@@ -67,4 +68,50 @@ func plainValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// CheckEnvs checks only the env side of t for the given es_manager modes
+// ("train", "val"; none means both): each selected tag exists, its env_type
+// is registered and its env can be built (data, servers, bridges, sandbox).
+// Validate does this and more; `ragen eval`, which does not need the
+// training keys to be consistent, can call this before loading a model.
+func CheckEnvs(t *Tree, modes ...string) error {
+	if len(modes) == 0 {
+		modes = []string{"train", "val"}
+	}
+	v := &validator{t: t}
+	reg, _ := v.raw("custom_envs")
+	regMap, _ := reg.(*Map)
+	seen := map[string]bool{}
+	for _, mode := range modes {
+		p := "es_manager." + mode + ".env_configs.tags"
+		tags, ok := v.listAt(p, "string")
+		if !ok {
+			continue
+		}
+		for _, tg := range tags {
+			tag := tg.(string)
+			if seen[tag] {
+				continue
+			}
+			seen[tag] = true
+			var entry any
+			if regMap != nil {
+				entry, ok = regMap.Get(tag)
+			}
+			em, isMap := entry.(*Map)
+			if !ok || !isMap {
+				v.errf(p, "unknown env tag %q (tags are the keys of custom_envs)", tag)
+				continue
+			}
+			v.envEntry(tag, em)
+		}
+	}
+	var errs []error
+	for _, pr := range v.out {
+		if !pr.Warning {
+			errs = append(errs, pr)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -49,3 +49,23 @@ func TestConfigValidationUsesTheRegistry(t *testing.T) {
 		t.Errorf("search tags (embedded BM25, mock): %v", err)
 	}
 }
+
+// CheckEnvs (for `ragen eval`) checks the selected tags only, once each.
+func TestCheckEnvs(t *testing.T) {
+	tree, err := config.Load("eval", []string{"es_manager.val.env_configs.tags=[DeepCoder]", "es_manager.val.env_configs.n_groups=[32]",
+		"+custom_envs.DeepCoder.env_config.python_path=/missing/python3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = config.CheckEnvs(tree, "val")
+	if err == nil || strings.Count(err.Error(), "the env cannot be built") != 1 || !strings.Contains(err.Error(), "/missing/python3") {
+		t.Errorf("%v", err)
+	}
+	tree, err = config.Load("eval", []string{"es_manager.val.env_configs.tags=[SearchQAMock, Nope]", "es_manager.val.env_configs.n_groups=[16, 16]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := config.CheckEnvs(tree, "val"); err == nil || !strings.Contains(err.Error(), `unknown env tag "Nope"`) || strings.Contains(err.Error(), "SearchQAMock") {
+		t.Errorf("%v", err)
+	}
+}

@@ -139,7 +139,7 @@ func NewFromProblems(cfg Config, ps []Problem) (*Env, error) {
 	}
 	sb, err := sharedSandbox(context.Background(), cfg.sandbox())
 	if err != nil {
-		return nil, fmt.Errorf("deepcoder: %w", err)
+		return nil, err // "sandbox: ..."; the registry adds "env: deepcoder:"
 	}
 	e := &Env{cfg: cfg, problems: ps, sb: sb}
 	e.set(0)
