@@ -126,3 +126,22 @@ func BenchmarkSmallOp(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkDeferredOp: an add of two 40,000-element tensors, big enough to
+// open an OpenMP region, so with the torch thread on it is handed to it
+// (the handoff cost), by caller kind.
+func BenchmarkDeferredOp(b *testing.B) {
+	s := torch.NewScope()
+	defer s.Close()
+	x := s.Full([]int64{200, 200}, 1, torch.Float32, torch.CPU)
+	callers(b, func(b *testing.B) {
+		for b.Loop() {
+			t := torch.NewScope()
+			t.Add(x, x)
+			t.Close()
+		}
+		if err := s.Err(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

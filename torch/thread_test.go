@@ -85,3 +85,48 @@ func TestTorchThreadConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Ops big enough to open an OpenMP region are re-issued on the torch thread
+// (the shim defers them): same values with the torch thread on and off, and
+// grad mode follows the caller.
+func TestTorchThreadDeferredOps(t *testing.T) {
+	var ref []float32
+	for _, on := range []bool{false, true} {
+		prev := torch.SetTorchThread(on)
+		s := torch.NewScope()
+		g, err := torch.NewGenerator(9, torch.CPU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := s.Randn(g, []int64{300, 300}, torch.Float32, torch.CPU) // 90,000 elements: deferred
+		g.Close()
+		if err := x.SetRequiresGrad(true); err != nil {
+			t.Fatal(err)
+		}
+		y := s.Softmax(s.Add(s.MulS(s.SiLU(x), 2), x), -1)
+		z := s.Cat([]*torch.Tensor{y, s.Exp(x)}, 0)
+		sum := s.Sum(s.Mean(z, false, 1), false)
+		var off *torch.Tensor
+		if err := torch.NoGrad(func() error { off = s.Exp(x); return s.Err() }); err != nil {
+			t.Fatal(err)
+		}
+		v := s.Float32s(s.Narrow(s.Reshape(z, -1), 0, 0, 1000))
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !sum.RequiresGrad() || off.RequiresGrad() {
+			t.Fatalf("torch thread %v: grad recorded %v outside NoGrad, %v inside", on, sum.RequiresGrad(), off.RequiresGrad())
+		}
+		if ref == nil {
+			ref = v
+		} else {
+			for i := range v {
+				if v[i] != ref[i] {
+					t.Fatalf("element %d: %v with the torch thread, %v without", i, v[i], ref[i])
+				}
+			}
+		}
+		s.Close()
+		torch.SetTorchThread(prev)
+	}
+}

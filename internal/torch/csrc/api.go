@@ -348,48 +348,68 @@ func ManualSeed(seed uint64) { C.tt_manual_seed(C.uint64_t(seed)) }
 // Unary applies op to a (tt_unary).
 func Unary(op UnaryOp, a Tensor) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_unary(C.int(op), a.p, &h), h)
+	if e := C.tt_unary(C.int(op), a.p, &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_unary(C.int(op), a.p, h) })
 }
 
 // Binary applies op to a and b, broadcasting (tt_binary).
 func Binary(op BinaryOp, a, b Tensor) (Tensor, error) {
 	var h C.tt_tensor
-	if op == OpMatMul || op == OpBMM {
-		var e C.tt_err
-		Heavy(func() { e = C.tt_binary(C.int(op), a.p, b.p, &h) })
+	if e := C.tt_binary(C.int(op), a.p, b.p, &h); e != deferred {
 		return out1(e, h)
 	}
-	return out1(C.tt_binary(C.int(op), a.p, b.p, &h), h)
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_binary(C.int(op), a.p, b.p, h) })
 }
 
 // Scalar applies op to a and the scalar s (tt_scalar).
 func Scalar(op ScalarOp, a Tensor, s float64) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_scalar(C.int(op), a.p, C.double(s), &h), h)
+	if e := C.tt_scalar(C.int(op), a.p, C.double(s), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_scalar(C.int(op), a.p, C.double(s), h) })
 }
 
 // Reduce reduces a over dims (none: all elements) (tt_reduce).
 func Reduce(op ReduceOp, a Tensor, dims []int64, keepdim bool) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_reduce(C.int(op), a.p, i64s(dims), C.int(len(dims)), b2i(keepdim), &h), h)
+	if e := C.tt_reduce(C.int(op), a.p, i64s(dims), C.int(len(dims)), b2i(keepdim), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err {
+		return C.tt_reduce(C.int(op), a.p, i64s(dims), C.int(len(dims)), b2i(keepdim), h)
+	})
 }
 
 // Clamp limits a to [lo, hi]; a bound applies only when its has flag is set (tt_clamp).
 func Clamp(a Tensor, lo, hi float64, hasLo, hasHi bool) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_clamp(a.p, C.double(lo), C.double(hi), b2i(hasLo), b2i(hasHi), &h), h)
+	if e := C.tt_clamp(a.p, C.double(lo), C.double(hi), b2i(hasLo), b2i(hasHi), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err {
+		return C.tt_clamp(a.p, C.double(lo), C.double(hi), b2i(hasLo), b2i(hasHi), h)
+	})
 }
 
 // Where picks a where cond is true, else b (tt_where).
 func Where(cond, a, b Tensor) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_where(cond.p, a.p, b.p, &h), h)
+	if e := C.tt_where(cond.p, a.p, b.p, &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_where(cond.p, a.p, b.p, h) })
 }
 
 // MaskedFill sets a to v where mask is true (tt_masked_fill).
 func MaskedFill(a, mask Tensor, v float64) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_masked_fill(a.p, mask.p, C.double(v), &h), h)
+	if e := C.tt_masked_fill(a.p, mask.p, C.double(v), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_masked_fill(a.p, mask.p, C.double(v), h) })
 }
 
 // Linear is x @ w^T + b; b may be the NULL handle (tt_linear).
@@ -403,13 +423,19 @@ func Linear(x, w, b Tensor) (Tensor, error) {
 // Embedding looks ids up in the rows of weight (tt_embedding).
 func Embedding(weight, ids Tensor) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_embedding(weight.p, ids.p, &h), h)
+	if e := C.tt_embedding(weight.p, ids.p, &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_embedding(weight.p, ids.p, h) })
 }
 
 // Softmax is softmax (log: log_softmax) along dim (tt_softmax).
 func Softmax(a Tensor, dim int64, log bool) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_softmax(a.p, C.int64_t(dim), b2i(log), &h), h)
+	if e := C.tt_softmax(a.p, C.int64_t(dim), b2i(log), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_softmax(a.p, C.int64_t(dim), b2i(log), h) })
 }
 
 // Argmax is the index of the max along dim (tt_argmax).
@@ -451,7 +477,10 @@ func Multinomial(probs Tensor, n int64, replacement bool, g Gen) (Tensor, error)
 // To converts a to the dtype code on the device code (tt_to).
 func To(a Tensor, dtype, device int) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_to(a.p, C.int(dtype), C.int(device), &h), h)
+	if e := C.tt_to(a.p, C.int(dtype), C.int(device), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_to(a.p, C.int(dtype), C.int(device), h) })
 }
 
 // ---- views and indexing ----
@@ -537,7 +566,10 @@ func ScatterAdd(a Tensor, dim int64, idx, src Tensor) (Tensor, error) {
 // Cat concatenates ts along dim (tt_cat).
 func Cat(ts []Tensor, dim int64) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_cat(list(ts), C.int(len(ts)), C.int64_t(dim), &h), h)
+	if e := C.tt_cat(list(ts), C.int(len(ts)), C.int64_t(dim), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err { return C.tt_cat(list(ts), C.int(len(ts)), C.int64_t(dim), h) })
 }
 
 // Stack stacks ts along a new dim (tt_stack).
@@ -555,7 +587,14 @@ func Triu(a Tensor, k int64, upper bool) (Tensor, error) {
 // ---- in place (no autograd history expected) ----
 
 // Copy copies src into dst, broadcasting (tt_copy_).
-func Copy(dst, src Tensor) error { return check(C.tt_copy_(dst.p, src.p)) }
+func Copy(dst, src Tensor) error {
+	if e := C.tt_copy_(dst.p, src.p); e != deferred {
+		return check(e)
+	}
+	var e C.tt_err
+	Heavy(func() { e = C.tt_copy_(dst.p, src.p) })
+	return check(e)
+}
 
 // Fill sets every element of dst to v (tt_fill_).
 func Fill(dst Tensor, v float64) error { return check(C.tt_fill_(dst.p, C.double(v))) }

@@ -98,6 +98,7 @@
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -156,6 +157,18 @@ struct tt_gen_s {
 
 #define NEED(cond, msg) \
   if (!(cond)) return dup_err(tt_op, msg);
+
+// Ops on at least TT_BIG elements open an OpenMP region (ATen's grain size).
+// Off the torch thread, while it serves, such an op returns the tt_deferred
+// sentinel without running, and the Go wrapper re-issues it on the torch
+// thread (worker.go), so every OpenMP region opens from one OS thread.
+static const int64_t TT_BIG = 32768;
+static std::atomic<int> g_worker_on{0};
+static thread_local int t_worker = 0;
+static char tt_defer_sentinel[] = "deferred to the torch thread";
+#define DEFER_IF(big) \
+  if ((big) && !t_worker && g_worker_on.load(std::memory_order_relaxed)) return tt_defer_sentinel;
+#define DEFER_BIG(x) DEFER_IF((x).numel() >= TT_BIG)
 
 static at::ScalarType to_st(int d) {
   switch (d) {
@@ -340,6 +353,7 @@ static const char* unary_names[TT_UNARY_COUNT] = {
 tt_err tt_unary(int op, tt_tensor a, tt_tensor* out) {
   TT_TRY(op >= 0 && op < TT_UNARY_COUNT ? unary_names[op] : "unary")
   const at::Tensor& x = a->t;
+  DEFER_BIG(x)
   at::Tensor r;
   switch (op) {
     case TT_NEG: r = at::neg(x); break;
@@ -379,6 +393,7 @@ static const char* binary_names[TT_BINARY_COUNT] = {
 tt_err tt_binary(int op, tt_tensor a, tt_tensor b, tt_tensor* out) {
   TT_TRY(op >= 0 && op < TT_BINARY_COUNT ? binary_names[op] : "binary")
   const at::Tensor &x = a->t, &y = b->t;
+  DEFER_IF(std::max(x.numel(), y.numel()) >= TT_BIG)
   at::Tensor r;
   switch (op) {
     case TT_ADD: r = at::add(x, y); break;
@@ -412,6 +427,7 @@ static const char* scalar_names[TT_SCALAR_COUNT] = {
 tt_err tt_scalar(int op, tt_tensor a, double s, tt_tensor* out) {
   TT_TRY(op >= 0 && op < TT_SCALAR_COUNT ? scalar_names[op] : "scalar")
   const at::Tensor& x = a->t;
+  DEFER_BIG(x)
   at::Scalar v(s);
   at::Tensor r;
   switch (op) {
@@ -442,6 +458,7 @@ static const char* reduce_names[TT_REDUCE_COUNT] = {"sum", "mean", "var", "std",
 tt_err tt_reduce(int op, tt_tensor a, const int64_t* dims, int ndims, int keepdim, tt_tensor* out) {
   TT_TRY(op >= 0 && op < TT_REDUCE_COUNT ? reduce_names[op] : "reduce")
   const at::Tensor& x = a->t;
+  DEFER_BIG(x)
   std::vector<int64_t> all;
   if (ndims == 0) {
     for (int64_t i = 0; i < x.dim(); i++) all.push_back(i);
@@ -480,6 +497,7 @@ tt_err tt_reduce(int op, tt_tensor a, const int64_t* dims, int ndims, int keepdi
 
 tt_err tt_clamp(tt_tensor a, double lo, double hi, int has_lo, int has_hi, tt_tensor* out) {
   TT_TRY("clamp")
+  DEFER_BIG(a->t)
   c10::optional<at::Scalar> l, h;
   if (has_lo) l = at::Scalar(lo);
   if (has_hi) h = at::Scalar(hi);
@@ -489,12 +507,14 @@ tt_err tt_clamp(tt_tensor a, double lo, double hi, int has_lo, int has_hi, tt_te
 
 tt_err tt_where(tt_tensor cond, tt_tensor a, tt_tensor b, tt_tensor* out) {
   TT_TRY("where")
+  DEFER_IF(std::max(a->t.numel(), b->t.numel()) >= TT_BIG)
   *out = wrap(at::where(cond->t, a->t, b->t));
   TT_CATCH
 }
 
 tt_err tt_masked_fill(tt_tensor a, tt_tensor mask, double value, tt_tensor* out) {
   TT_TRY("masked_fill")
+  DEFER_BIG(a->t)
   *out = wrap(at::masked_fill(a->t, mask->t, value));
   TT_CATCH
 }
@@ -509,12 +529,14 @@ tt_err tt_linear(tt_tensor x, tt_tensor w, tt_tensor b, tt_tensor* out) {
 
 tt_err tt_embedding(tt_tensor weight, tt_tensor ids, tt_tensor* out) {
   TT_TRY("embedding")
+  DEFER_IF(ids->t.numel() * weight->t.size(-1) >= TT_BIG)
   *out = wrap(at::embedding(weight->t, ids->t));
   TT_CATCH
 }
 
 tt_err tt_softmax(tt_tensor a, int64_t dim, int log, tt_tensor* out) {
   TT_TRY(log ? "log_softmax" : "softmax")
+  DEFER_BIG(a->t)
   *out = wrap(log ? at::log_softmax(a->t, dim) : at::softmax(a->t, dim));
   TT_CATCH
 }
@@ -564,6 +586,7 @@ tt_err tt_multinomial(tt_tensor probs, int64_t n, int replacement, tt_gen g, tt_
 
 tt_err tt_to(tt_tensor a, int dtype, int device, tt_tensor* out) {
   TT_TRY("to")
+  DEFER_BIG(a->t)
   *out = wrap(a->t.to(to_dev(device), to_st(dtype)));
   TT_CATCH
 }
@@ -656,6 +679,7 @@ static std::vector<at::Tensor> unwrap_list(tt_tensor* ts, int n) {
 tt_err tt_cat(tt_tensor* ts, int n, int64_t dim, tt_tensor* out) {
   TT_TRY("cat")
   NEED(n > 0, "needs at least one tensor");
+  DEFER_IF(ts[0]->t.numel() * n >= TT_BIG)
   *out = wrap(at::cat(unwrap_list(ts, n), dim));
   TT_CATCH
 }
@@ -675,6 +699,7 @@ tt_err tt_triu(tt_tensor a, int64_t k, int upper, tt_tensor* out) {
 
 tt_err tt_copy_(tt_tensor dst, tt_tensor src) {
   TT_TRY("copy_")
+  DEFER_BIG(dst->t)
   at::NoGradGuard ng;
   dst->t.copy_(src->t);
   TT_CATCH
@@ -819,9 +844,10 @@ int tt_get_num_threads(void) {
   return at::get_num_threads();
 }
 
-static thread_local int t_worker = 0;
 void tt_worker_mark(void) { t_worker = 1; }
 int tt_on_worker(void) { return t_worker; }
+void tt_worker_serving(int on) { g_worker_on.store(on ? 1 : 0); }
+tt_err tt_deferred(void) { return tt_defer_sentinel; }
 
 int tt_cuda_available(void) { return at::hasCUDA() ? 1 : 0; }
 

@@ -22,12 +22,17 @@ import (
 // lock their goroutine (runtime.LockOSThread) do not pay this; library
 // callers should not have to know.
 //
-// So the calls that do most of the arithmetic (the fused forward, backward,
-// optimizer steps, head log-probs, sampling, matmuls; see Heavy's callers)
-// run on one OS thread the package owns: a goroutine locked to its thread
-// for the life of the process. The handoff costs two goroutine switches
-// (about 5-30 µs), paid only by calls that take milliseconds; small ops run
-// on the caller's thread as before, with no added cost.
+// So the calls that do most of the arithmetic run on one OS thread the
+// package owns, a goroutine locked to its thread for the life of the
+// process: always the fused forward, backward, optimizer steps and clipping,
+// head log-probs, sampling and linear layers (Heavy's callers), and every
+// element-wise, reduction, softmax, embedding, cat, to and copy op on at
+// least 32,768 elements (ATen's grain size, above which an op opens an
+// OpenMP region): the shim returns the tt_deferred sentinel for those
+// instead of running them off the torch thread, and the wrapper re-issues
+// them through Heavy. The handoff costs two goroutine switches (about 5-30
+// µs), paid only by ops big enough to be parallel; small ops run on the
+// caller's thread as before, for one size comparison in C.
 //
 // The caller's grad mode (thread-local in libtorch) is applied on the torch
 // thread for the call and restored after, so NoGrad and autograd recording
@@ -51,11 +56,33 @@ var (
 	jobPool    = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
 )
 
-func init() { workerOn.Store(os.Getenv("RAGEN_TORCH_THREAD") != "0") }
+// deferred is the shim's sentinel (tt_deferred): the op was not run because
+// it is big and the caller is not on the torch thread; re-issue it there.
+// It is static: never freed, never an error.
+var deferred = C.tt_deferred()
+
+var setMu sync.Mutex
+
+func init() { SetTorchThread(os.Getenv("RAGEN_TORCH_THREAD") != "0") }
 
 // SetTorchThread turns the torch thread on or off and returns the previous
-// setting. Off, Heavy runs f on the caller's thread.
-func SetTorchThread(on bool) bool { return workerOn.Swap(on) }
+// setting. Off, Heavy runs f on the caller's thread and the shim runs every
+// op where it is called. Order matters: the shim defers ops only while the
+// Go side dispatches them, so a deferred op always finds the torch thread.
+func SetTorchThread(on bool) bool {
+	setMu.Lock()
+	defer setMu.Unlock()
+	prev := workerOn.Load()
+	if on {
+		workerOnce.Do(startWorker)
+		workerOn.Store(true)
+		C.tt_worker_serving(1)
+	} else {
+		C.tt_worker_serving(0)
+		workerOn.Store(false)
+	}
+	return prev
+}
 
 // TorchThread reports whether heavy calls run on the torch thread.
 func TorchThread() bool { return workerOn.Load() }
@@ -84,6 +111,14 @@ func runJob(j *job) {
 	j.f()
 }
 
+// heavy1 re-issues a deferred single-output call on the torch thread.
+func heavy1(call func(h *C.tt_tensor) C.tt_err) (Tensor, error) {
+	var h C.tt_tensor
+	var e C.tt_err
+	Heavy(func() { e = call(&h) })
+	return out1(e, h)
+}
+
 // Heavy runs f on the torch thread with the caller's grad mode and waits
 // for it; inline when the torch thread is off or the caller is on it.
 func Heavy(f func()) {
@@ -91,7 +126,6 @@ func Heavy(f func()) {
 		f()
 		return
 	}
-	workerOnce.Do(startWorker)
 	j := jobPool.Get().(*job)
 	j.f, j.grad, j.panic = f, C.tt_grad_enabled(), nil
 	jobs <- j
