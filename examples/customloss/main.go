@@ -22,11 +22,11 @@ import (
 	"io"
 	"os"
 
+	"ragen/env"
 	_ "ragen/env/all"
 	"ragen/filter"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
-	"ragen/llmpolicy"
 	"ragen/ragen"
 	"ragen/starpo"
 	"ragen/starpo/algo"
@@ -74,7 +74,17 @@ func run(ctx context.Context, steps int, w io.Writer) error {
 	}
 	rc.AgentProxy.MaxTurn, rc.AgentProxy.MaxActionsPerTurn = 1, 1
 	rc.Rollout.ResponseLength = 16
-	proxy, err := ragen.NewAgentProxy(rc, tok, ragen.DefaultProvider(), llmpolicy.New(model, tok, llmpolicy.Options{Seed: 3}))
+	// The rollout samples from a demonstrator that pulls a random arm, so
+	// every group has reward variance from the first step (a tiny random
+	// model would answer garbage and every group would score the same).
+	// The actor's objective is computed on those trajectories all the same.
+	var proxy *ragen.AgentProxy
+	demo, err := ragen.NewDemonstrator(ragen.DemonstratorConfig{Noise: 1, MaxActions: 1, Sep: rc.AgentProxy.ActionSep,
+		EnableThink: rc.AgentProxy.EnableThink, Seed: 3}, func(id int) env.BaseEnv { return proxy.EnvManager(env.ModeTrain).Env(id) })
+	if err != nil {
+		return err
+	}
+	proxy, err = ragen.NewAgentProxy(rc, tok, ragen.DefaultProvider(), demo)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,9 @@ func TestTrainsWithCustomLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(out.String())
-	if !strings.Contains(out.String(), "step 1  seq_loss") || strings.Contains(out.String(), "seq_ratio 0.0000") {
+	// Demonstrations pull random arms, so groups have reward variance and
+	// the custom loss has a gradient.
+	if !strings.Contains(out.String(), "step 1  seq_loss") || strings.Contains(out.String(), "grad_norm 0.0000") {
 		t.Fatalf("custom loss metrics missing:\n%s", out.String())
 	}
 }
