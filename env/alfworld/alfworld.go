@@ -48,13 +48,17 @@ func (c Config) Validate() error {
 
 func init() {
 	env.RegisterPromptDefaults("alfworld", env.PromptDefaults{})
-	env.Register("alfworld", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("alfworld: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("alfworld", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*httpenv.Client, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("alfworld: %w", err)
+	}
+	return New(cfg)
 }
 
 // New connects to the bridge and creates a remote alfworld env there.

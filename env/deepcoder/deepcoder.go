@@ -109,13 +109,17 @@ var _ env.BaseEnv = (*Env)(nil)
 
 func init() {
 	env.RegisterPromptDefaults("deepcoder", env.PromptDefaults{})
-	env.Register("deepcoder", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("deepcoder: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("deepcoder", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*Env, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("deepcoder: %w", err)
+	}
+	return New(cfg)
 }
 
 // New loads the dataset and checks that the sandbox works here (the

@@ -70,13 +70,17 @@ func (c Config) remoteConfig() map[string]any {
 
 func init() {
 	env.RegisterPromptDefaults("webshop", env.PromptDefaults{})
-	env.Register("webshop", func(m map[string]any) (env.BaseEnv, error) {
-		cfg := DefaultConfig()
-		if err := env.DecodeConfig(m, &cfg); err != nil {
-			return nil, fmt.Errorf("webshop: %w", err)
-		}
-		return New(cfg)
-	})
+	env.Register("webshop", func(m map[string]any) (env.BaseEnv, error) { return FromEnvConfig(m) })
+}
+
+// FromEnvConfig builds an env from env_config overrides (the registry's
+// factory: unknown keys are errors).
+func FromEnvConfig(envConfig map[string]any) (*httpenv.Client, error) {
+	cfg := DefaultConfig()
+	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("webshop: %w", err)
+	}
+	return New(cfg)
 }
 
 // New connects to the bridge and creates a remote webshop env there.
