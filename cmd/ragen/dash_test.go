@@ -73,9 +73,6 @@ func TestDashArgs(t *testing.T) {
 // error. Screenshots go to the test's temp dir (and to $RAGEN_DASH_SHOTS
 // when set; $RAGEN_DASH_RUN serves an existing run instead of training).
 func TestDashBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test: skipped in -short mode")
-	}
 	if _, _, err := webdriver.Find(); err != nil {
 		t.Skipf("browser test needs Chromium: %v", err)
 	}
