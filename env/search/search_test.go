@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,7 +174,7 @@ func TestMockMode(t *testing.T) {
 
 // A loopback stand-in for upstream's retrieval server (scripts/retrieval/server.py).
 func TestServerRetriever(t *testing.T) {
-	var gotK int
+	var gotK atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/health":
@@ -187,7 +188,7 @@ func TestServerRetriever(t *testing.T) {
 				http.Error(w, `{"detail": "bad request"}`, 400)
 				return
 			}
-			gotK = req.TopK
+			gotK.Store(int64(req.TopK))
 			switch req.Query {
 			case "boom":
 				w.WriteHeader(500)
@@ -210,8 +211,8 @@ func TestServerRetriever(t *testing.T) {
 	}
 	e.Reset(context.Background(), 0, env.ModeTrain)
 	step(t, e, "search[rivers]")
-	if gotK != 50 || !strings.HasPrefix(e.Render(), "Search results for 'rivers':\n[Document 1] (ID: 42, Score: 12.346)\nDoc about rivers\n\n") {
-		t.Errorf("k=%d %q", gotK, e.Render())
+	if gotK.Load() != 50 || !strings.HasPrefix(e.Render(), "Search results for 'rivers':\n[Document 1] (ID: 42, Score: 12.346)\nDoc about rivers\n\n") {
+		t.Errorf("k=%d %q", gotK.Load(), e.Render())
 	}
 	for q, want := range map[string]string{
 		"boom": "Retrieval server error (status 500): index not loaded",
