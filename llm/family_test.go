@@ -174,10 +174,11 @@ func refRunner(t *testing.T) string {
 	return p
 }
 
-// TestFamilyParity checks Llama 3 (tied head, llama3 RoPE scaling) and
-// Qwen3 (untied head) tiny checkpoints, written by Save into a temporary
-// folder, against the plain-PyTorch references testdata/ref_llama.py and
-// testdata/ref_qwen3.py (one Python process for both): logits within 1e-4
+// TestFamilyParity checks Llama 3 (tied head, llama3 RoPE scaling), Qwen3
+// and Qwen2 (untied heads) tiny checkpoints, written by Save into a
+// temporary folder, against the plain-PyTorch references
+// testdata/ref_llama.py, ref_qwen3.py and parity_ref.py (one Python
+// process for all): logits within 1e-4
 // on a full and a left-padded batch (through Load, both forwards), and
 // batched KV-cache greedy decoding equal to full recompute.
 func TestFamilyParity(t *testing.T) {
@@ -186,7 +187,7 @@ func TestFamilyParity(t *testing.T) {
 	cases := []struct {
 		fam  string
 		tied bool
-	}{{"llama", true}, {"qwen3", false}}
+	}{{"llama", true}, {"qwen3", false}, {"qwen2", false}}
 	in := map[string]any{
 		"forward": []map[string]any{
 			{
