@@ -294,3 +294,24 @@ func TestOracleSolvesAll(t *testing.T) {
 		}
 	}
 }
+
+// Hostile answers are stopped and scored as failed (the sandbox's own tests
+// check the host is unharmed).
+func TestHostileAnswersScoreZero(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.SandboxTimeout = 1 })
+	for name, code := range map[string]string{
+		"fork bomb":       "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+		"huge allocation": "x = bytearray(8 << 30)",
+		"huge output":     "while True:\n    print('3' * 100000)",
+		"read host file":  "print(open('/etc/passwd').read())",
+		"socket":          "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=1)\nprint(3)",
+		"kill parent":     "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill(1, signal.SIGKILL)",
+		"sleep":           "import time\ntime.sleep(30)\nprint(3)",
+	} {
+		resetTo(t, e, 0)
+		r := step(t, e, code)
+		if r.Reward != 0 || r.Info["success"] != false || !r.Done {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+}
