@@ -18,7 +18,9 @@ import (
 // templates, with the settings transformers uses (trim_blocks,
 // lstrip_blocks, loop controls, tojson with ensure_ascii off and insertion
 // key order). On top of the engine, range() is bounded as in Jinja2's
-// sandbox (at most 100,000 items). A Template is safe for concurrent use.
+// sandbox (at most 100,000 items), and tojson with arguments (indent,
+// sort_keys, separators) is Python's json.dumps keeping key order (see
+// template_json.go). A Template is safe for concurrent use.
 type Template struct {
 	src string
 	t   *jinja.Template
@@ -40,7 +42,7 @@ func ParseTemplate(src string) (t *Template, err error) {
 			t, err = nil, &TemplateError{Msg: fmt.Sprintf("internal error while parsing: %v", r)}
 		}
 	}()
-	jt, err := jinja.Compile(sentinel + leadingBlockIndent(normalizeSource(src)))
+	jt, err := jinja.Compile(sentinel + leadingBlockIndent(rewriteTojson(normalizeSource(src))))
 	if err != nil {
 		return nil, &TemplateError{Msg: err.Error()}
 	}
@@ -167,6 +169,7 @@ func (t *Template) Render(vars map[string]any) (s string, err error) {
 	}()
 	data := make(map[string]jinja.Value, len(vars)+1)
 	data["range"] = rangeFn
+	data[jsonDumpsName] = jsonDumps
 	for k, v := range vars {
 		jv, err := toJinja(v)
 		if err != nil {

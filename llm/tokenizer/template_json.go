@@ -1,0 +1,236 @@
+package tokenizer
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// ardanlabs/jinja v1.8.0 encodes tojson with arguments through Go's
+// encoding/json: tojson(indent=N) sorts the keys and escapes <, > and & as
+// \u003c..., and sort_keys is ignored. Llama 3.1 and 3.2's tool templates
+// print tool schemas with `t | tojson(indent=4)`. ParseTemplate therefore
+// rewrites `operand | tojson(args)` (operand a name with attribute and
+// subscript suffixes, the form these templates use) into a call of
+// jsonDumps, which writes what transformers' tojson (json.dumps with
+// ensure_ascii=False) writes. Plain `| tojson` stays with the engine, whose
+// encoder already matches.
+
+const jsonDumpsName = "__ragen_tojson"
+
+var tojsonArgs = regexp.MustCompile(`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}%]*\])*)\s*\|\s*tojson\s*\(((?:[^()]|\([^()]*\))*)\)`)
+
+// rewriteTojson applies the rewrite inside {{ }} and {% %} tags only.
+func rewriteTojson(src string) string {
+	if !strings.Contains(src, "tojson") {
+		return src
+	}
+	var sb strings.Builder
+	for {
+		i := strings.Index(src, "{{")
+		j := strings.Index(src, "{%")
+		if j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+		if i < 0 {
+			sb.WriteString(src)
+			return sb.String()
+		}
+		closer := "}}"
+		if src[i+1] == '%' {
+			closer = "%}"
+		}
+		k := strings.Index(src[i+2:], closer)
+		if k < 0 {
+			sb.WriteString(src)
+			return sb.String()
+		}
+		end := i + 2 + k + 2
+		sb.WriteString(src[:i])
+		sb.WriteString(tojsonArgs.ReplaceAllString(src[i:end], jsonDumpsName+"($1, $2)"))
+		src = src[end:]
+	}
+}
+
+// jsonDumps is Python's json.dumps(x, ensure_ascii=False, indent=None,
+// separators=None, sort_keys=False) over engine values, keeping dict order.
+var jsonDumps = jinja.NewCallable(jsonDumpsName, func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 {
+		return jinja.Undefined(), fmt.Errorf("tojson: expected one value, got %d", len(args))
+	}
+	e := jsonEnc{item: ", ", key: ": "}
+	for name, v := range kw {
+		switch name {
+		case "indent":
+			switch {
+			case v.IsNone() || v.IsUndefined():
+			case v.IsInt():
+				e.indent = strings.Repeat(" ", int(max(0, min(v.AsInt(), 64))))
+				e.indented, e.item = true, ","
+			case v.IsString():
+				e.indent, e.indented, e.item = v.AsString(), true, ","
+			default:
+				return jinja.Undefined(), fmt.Errorf("tojson: indent must be an int or a string")
+			}
+		case "sort_keys":
+			e.sort = v.IsTruthy()
+		case "separators":
+			if !v.IsList() || v.AsList().Len() != 2 || !v.AsList().Get(0).IsString() || !v.AsList().Get(1).IsString() {
+				return jinja.Undefined(), fmt.Errorf("tojson: separators must be two strings")
+			}
+			e.item, e.key = v.AsList().Get(0).AsString(), v.AsList().Get(1).AsString()
+		case "ensure_ascii":
+			e.ascii = v.IsTruthy()
+		default:
+			return jinja.Undefined(), fmt.Errorf("tojson: unexpected keyword argument %q", name)
+		}
+	}
+	if err := e.value(args[0], 0); err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(e.sb.String()), nil
+})
+
+type jsonEnc struct {
+	sb          strings.Builder
+	indent      string
+	indented    bool
+	item, key   string
+	sort, ascii bool
+}
+
+func (e *jsonEnc) newline(depth int) {
+	if e.indented {
+		e.sb.WriteByte('\n')
+		for range depth {
+			e.sb.WriteString(e.indent)
+		}
+	}
+}
+
+func (e *jsonEnc) value(v jinja.Value, depth int) error {
+	if depth > 1000 {
+		return fmt.Errorf("tojson: nested deeper than 1000")
+	}
+	switch {
+	case v.IsNone() || v.IsUndefined():
+		e.sb.WriteString("null")
+	case v.IsBool():
+		e.sb.WriteString(map[bool]string{true: "true", false: "false"}[v.AsBool()])
+	case v.IsInt():
+		e.sb.WriteString(strconv.FormatInt(v.AsInt(), 10))
+	case v.IsFloat():
+		e.sb.WriteString(pyFloatRepr(v.AsFloat()))
+	case v.IsString():
+		e.str(v.AsString())
+	case v.IsList():
+		items := v.AsList().Items
+		if len(items) == 0 {
+			e.sb.WriteString("[]")
+			return nil
+		}
+		e.sb.WriteByte('[')
+		for i, it := range items {
+			if i > 0 {
+				e.sb.WriteString(e.item)
+			}
+			e.newline(depth + 1)
+			if err := e.value(it, depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(depth)
+		e.sb.WriteByte(']')
+	case v.IsDict():
+		d := v.AsDict()
+		keys := d.OrderedKeys()
+		if len(keys) == 0 {
+			e.sb.WriteString("{}")
+			return nil
+		}
+		if e.sort {
+			sort.Strings(keys)
+		}
+		e.sb.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				e.sb.WriteString(e.item)
+			}
+			e.newline(depth + 1)
+			e.str(k)
+			e.sb.WriteString(e.key)
+			val, _ := d.Get(k)
+			if err := e.value(val, depth+1); err != nil {
+				return err
+			}
+		}
+		e.newline(depth)
+		e.sb.WriteByte('}')
+	default:
+		return fmt.Errorf("tojson: a %s is not JSON serializable", pyType(v))
+	}
+	return nil
+}
+
+// str writes s as Python's json.dumps does.
+func (e *jsonEnc) str(s string) {
+	e.sb.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			e.sb.WriteString(`\"`)
+		case '\\':
+			e.sb.WriteString(`\\`)
+		case '\n':
+			e.sb.WriteString(`\n`)
+		case '\r':
+			e.sb.WriteString(`\r`)
+		case '\t':
+			e.sb.WriteString(`\t`)
+		case '\b':
+			e.sb.WriteString(`\b`)
+		case '\f':
+			e.sb.WriteString(`\f`)
+		default:
+			switch {
+			case r < 0x20 || (e.ascii && r == 0x7f):
+				fmt.Fprintf(&e.sb, `\u%04x`, r)
+			case e.ascii && r > 0x7f:
+				if r > 0xffff {
+					r -= 0x10000
+					fmt.Fprintf(&e.sb, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+				} else {
+					fmt.Fprintf(&e.sb, `\u%04x`, r)
+				}
+			default:
+				e.sb.WriteRune(r)
+			}
+		}
+	}
+	e.sb.WriteByte('"')
+}
+
+// pyFloatRepr is Python's repr of a float, as json.dumps writes it.
+func pyFloatRepr(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e16 {
+		return strconv.FormatFloat(f, 'f', 1, 64)
+	}
+	if a := math.Abs(f); a >= 1e16 || a < 1e-4 {
+		// Go writes 1e-05 and 1e+20 as Python does (two exponent digits).
+		return strconv.FormatFloat(f, 'e', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
