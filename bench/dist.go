@@ -123,6 +123,7 @@ func distRank(out string) error {
 		return err
 	}
 	cfg.Timeout = 2 * time.Minute
+	torch.KeepFreedMemory(1 << 30) // as the ragen CLI does
 	if n, _ := strconv.Atoi(os.Getenv("RAGEN_BENCH_DIST_THREADS")); n > 0 {
 		torch.SetNumThreads(n)
 	}

@@ -98,23 +98,25 @@ func withScope(f func(s *torch.Scope) error) error {
 	return err
 }
 
-// flatten copies part(i) (or zeros where it is nil) into a new padded flat
-// vector of W·shard elements.
+// flatten concatenates part(i) (zeros where it is nil) into a new flat
+// vector padded to W·shard elements.
 func (o *ShardedAdamW) flatten(s *torch.Scope, part func(i int) (*torch.Tensor, error)) *torch.Tensor {
-	flat := s.Zeros([]int64{o.shard * int64(o.g.Size())}, o.dtype, o.dev)
-	var off int64
+	pieces := make([]*torch.Tensor, 0, len(o.sizes)+1)
 	for i, n := range o.sizes {
 		t, err := part(i)
 		if err != nil {
 			s.Fail(err)
 			return nil
 		}
-		if t != nil {
-			s.CopyInto(s.Narrow(flat, 0, off, n), s.Reshape(t, n))
+		if t == nil {
+			t = s.Zeros([]int64{n}, o.dtype, o.dev)
 		}
-		off += n
+		pieces = append(pieces, s.Reshape(t, n))
 	}
-	return flat
+	if pad := o.shard*int64(o.g.Size()) - o.numel; pad > 0 {
+		pieces = append(pieces, s.Zeros([]int64{pad}, o.dtype, o.dev))
+	}
+	return s.Cat(pieces, 0)
 }
 
 // Step runs one sharded update with learning rate lr after the local
@@ -131,11 +133,15 @@ func (o *ShardedAdamW) Step(ctx context.Context, lr, maxNorm float64) (float64, 
 		if s.Err() != nil {
 			return s.Err()
 		}
-		gs := s.Zeros([]int64{o.shard}, o.dtype, o.dev)
-		if err := o.g.ReduceScatter(ctx, o.GradReduce, gs, flat); err != nil {
-			return err
+		gs := flat // one rank: its gradient is the whole (padded) flat vector
+		if w > 1 {
+			gs = s.Zeros([]int64{o.shard}, o.dtype, o.dev)
+			if err := o.g.ReduceScatter(ctx, o.GradReduce, gs, flat); err != nil {
+				return err
+			}
 		}
-		sq := s.Reshape(s.Sum(s.Square(s.Cast(gs, torch.Float64)), false), 1)
+		// the shard's L2 norm in the gradient dtype (as clip_grad_norm_), squared and summed in float64
+		sq := s.Reshape(s.Square(s.Cast(s.Norm(gs, false), torch.Float64)), 1)
 		if err := o.g.AllReduce(ctx, Sum, sq); err != nil {
 			return err
 		}
@@ -158,9 +164,12 @@ func (o *ShardedAdamW) Step(ctx context.Context, lr, maxNorm float64) (float64, 
 		if err := o.master.SetGrad(nil); err != nil {
 			return err
 		}
-		full := s.Zeros([]int64{o.shard * w}, o.dtype, o.dev)
-		if err := o.g.AllGatherFlat(ctx, full, o.master); err != nil {
-			return err
+		full := o.master
+		if w > 1 {
+			full = s.Zeros([]int64{o.shard * w}, o.dtype, o.dev)
+			if err := o.g.AllGatherFlat(ctx, full, o.master); err != nil {
+				return err
+			}
 		}
 		return o.unflatten(s, full)
 	})

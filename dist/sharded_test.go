@@ -226,3 +226,66 @@ func TestShardedAdamWEqualsAdamW(t *testing.T) {
 		})
 	}
 }
+
+// One rank (no collectives on the update path) equals torch.AdamW too.
+func TestShardedAdamWOneRank(t *testing.T) {
+	g, err := Init(context.Background(), Config{WorldSize: 1, MasterPort: freePort(t), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	x, tgt, init := shData()
+	all := make([]int, shN)
+	for i := range all {
+		all[i] = i
+	}
+	ref, err := shParams(init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := shParams(init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := torch.NewAdamW(ref, torch.DefaultAdamW())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	so, err := NewShardedAdamW(context.Background(), g, ps, torch.DefaultAdamW())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer so.Close()
+	for step := 0; step < 3; step++ {
+		for _, q := range [][]*torch.Tensor{ref, ps} {
+			if err := torch.ZeroGrad(q); err != nil {
+				t.Fatal(err)
+			}
+			if err := shBackward(q, x, tgt, all); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n1, err := torch.ClipGradNorm(ref, shClip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ro.Step(shLR); err != nil {
+			t.Fatal(err)
+		}
+		n2, err := so.Step(context.Background(), shLR, shClip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(n1-n2) > 1e-6*n1 {
+			t.Errorf("step %d: norm %g vs %g", step, n2, n1)
+		}
+	}
+	a, _ := flatValues(ref)
+	b, _ := flatValues(ps)
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > 2e-6 {
+			t.Fatalf("param %d: %g vs torch.AdamW %g", i, b[i], a[i])
+		}
+	}
+}
