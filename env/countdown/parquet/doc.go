@@ -10,7 +10,9 @@
 // INT64 (Cell.Ints), FLOAT, DOUBLE (Cell.Floats), BYTE_ARRAY and
 // FIXED_LEN_BYTE_ARRAY (Cell.Strs) are read; a column of any other shape
 // (struct groups, lists of lists, INT96) is an error naming the column and
-// what it is. Corrupt input never panics; ReadAll reads at most 1 GiB.
+// what it is. Corrupt input never panics; ReadAll reads at most 1 GiB. The
+// library trusts page headers: a corrupt page size makes it allocate up to
+// that size (2 GiB at most) before failing.
 //
 // It lives under env/countdown because Countdown needed it first; other env
 // packages use it too.

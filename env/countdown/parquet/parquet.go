@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,11 @@ type Cell struct {
 func Open(data []byte) (f *File, err error) {
 	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
 		return nil, errors.New("parquet: not a parquet file (no PAR1 magic)")
+	}
+	// The library allocates the footer length the file claims before
+	// checking it; a corrupt length must not cost a gigabyte.
+	if mlen := int64(binary.LittleEndian.Uint32(data[len(data)-8:])); mlen <= 0 || mlen > int64(len(data))-12 {
+		return nil, fmt.Errorf("parquet: footer length %d does not fit the %d-byte file", mlen, len(data))
 	}
 	defer func() {
 		if r := recover(); r != nil {

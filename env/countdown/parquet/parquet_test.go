@@ -73,6 +73,13 @@ func TestReadErrors(t *testing.T) {
 	assert.Error(t, err)
 	_, err = Open([]byte("hello"))
 	assert.ErrorContains(t, err, "no PAR1 magic")
+	// A footer length beyond the file is rejected before the library
+	// allocates it (it allocated 1 GiB for a one-byte change).
+	b, err := os.ReadFile(filepath.Join("testdata", "null_nums.parquet"))
+	require.NoError(t, err)
+	b[len(b)-5] = 0x40
+	_, err = Open(b)
+	assert.ErrorContains(t, err, "footer length 1073")
 }
 
 // TestZstdArrowFile reads the zstd file arrow-rs wrote (the old reader
