@@ -5,13 +5,14 @@
 //     several samples); each group's reward std is its signal. The
 //     reward-variance filter (top_p by default, upstream's setting) keeps the
 //     groups that carry most of it; the table shows every group, kept or not.
+//
 //   - Collapse: the first-turn reasoning z_i (the <think> text) of every
 //     trajectory is scored under every prompt x_j by a model; the mutual
 //     information estimate and the retrieval accuracy say whether the
 //     reasoning still depends on the input (high) or has become a template
 //     (near the chance level).
 //
-//	go run . -in rollouts.jsonl [-model DIR] [-filter-value 0.9]
+//     go run . -in rollouts.jsonl [-model DIR] [-filter-value 0.9]
 package main
 
 import (
