@@ -10,9 +10,11 @@
 // INT64 (Cell.Ints), FLOAT, DOUBLE (Cell.Floats), BYTE_ARRAY and
 // FIXED_LEN_BYTE_ARRAY (Cell.Strs) are read; a column of any other shape
 // (struct groups, lists of lists, INT96) is an error naming the column and
-// what it is. Corrupt input never panics; ReadAll reads at most 1 GiB. The
-// library trusts page headers: a corrupt page size makes it allocate up to
-// that size (2 GiB at most) before failing.
+// what it is. Corrupt input never panics; ReadAll reads at most 1 GiB.
+// Footer and page-header sizes (and snappy block lengths) are checked
+// against the file before the library allocates them; a corrupt RLE run
+// length inside a page still makes the library reserve up to a few GiB of
+// (untouched) memory before the read fails with an error.
 //
 // It lives under env/countdown because Countdown needed it first; other env
 // packages use it too.

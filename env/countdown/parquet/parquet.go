@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	pq "github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // maxParquetBytes bounds what ReadAll reads into memory.
@@ -16,7 +18,8 @@ const maxParquetBytes = 1 << 30
 
 // File is an opened parquet file.
 type File struct {
-	f *pq.File
+	f    *pq.File
+	data []byte
 }
 
 // Cell is one row of a column: a scalar (one value) or a list. Integer and
@@ -49,7 +52,7 @@ func Open(data []byte) (f *File, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %w", err)
 	}
-	return &File{f: pf}, nil
+	return &File{f: pf, data: data}, nil
 }
 
 // ReadAll reads a whole parquet file (at most 1 GiB) and opens it.
@@ -151,9 +154,12 @@ func (f *File) ReadColumn(name string, maxRows int) ([]Cell, error) {
 		return nil, err
 	}
 	var rows []Cell
-	for _, rg := range f.f.RowGroups() {
+	for i, rg := range f.f.RowGroups() {
 		if maxRows > 0 && len(rows) >= maxRows {
 			break
+		}
+		if err := f.checkPages(i, l.col.Index()); err != nil {
+			return nil, fmt.Errorf("parquet: column %s: %w", name, err)
 		}
 		n := len(rows)
 		rows, err = l.readChunk(rg.ColumnChunks()[l.col.Index()], rows)
@@ -165,6 +171,61 @@ func (f *File) ReadColumn(name string, maxRows int) ([]Cell, error) {
 		}
 	}
 	return rows, nil
+}
+
+// maxPageBytes bounds the uncompressed size a page header may claim.
+const maxPageBytes = 256 << 20
+
+// checkPages walks the page headers of column chunk col of row group rg and
+// checks their sizes against the chunk, because the library allocates what
+// a header claims before reading: one corrupt byte cost 3 GiB.
+func (f *File) checkPages(rg, col int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("corrupt page header: %v", r)
+		}
+	}()
+	md := f.f.Metadata().RowGroups[rg].Columns[col].MetaData
+	start := md.DataPageOffset
+	if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
+		start = md.DictionaryPageOffset
+	}
+	end := start + md.TotalCompressedSize
+	if start < 4 || md.TotalCompressedSize < 0 || end > int64(len(f.data)) {
+		return fmt.Errorf("column chunk at %d+%d outside the %d-byte file", start, md.TotalCompressedSize, len(f.data))
+	}
+	var compact thrift.CompactProtocol
+	for pos := start; pos < end; {
+		r := bytes.NewReader(f.data[pos:end])
+		var h format.PageHeader
+		if err := thrift.NewDecoder(compact.NewReader(r)).Decode(&h); err != nil {
+			return fmt.Errorf("page header at %d: %w", pos, err)
+		}
+		pos = end - int64(r.Len())
+		if h.CompressedPageSize < 0 || int64(h.CompressedPageSize) > end-pos {
+			return fmt.Errorf("page at %d claims %d bytes, the column chunk has %d left", pos, h.CompressedPageSize, end-pos)
+		}
+		if h.UncompressedPageSize < 0 || h.UncompressedPageSize > maxPageBytes {
+			return fmt.Errorf("page at %d claims %d uncompressed bytes (limit %d)", pos, h.UncompressedPageSize, maxPageBytes)
+		}
+		if md.Codec == format.Snappy {
+			// A snappy block starts with its decoded length, which the
+			// decoder allocates.
+			off := pos
+			if v2 := h.DataPageHeaderV2; v2.Valid {
+				lv := int64(v2.V.DefinitionLevelsByteLength) + int64(v2.V.RepetitionLevelsByteLength)
+				if v2.V.DefinitionLevelsByteLength < 0 || v2.V.RepetitionLevelsByteLength < 0 || lv > int64(h.CompressedPageSize) {
+					return fmt.Errorf("page at %d: level lengths %d+%d exceed the page", pos, v2.V.DefinitionLevelsByteLength, v2.V.RepetitionLevelsByteLength)
+				}
+				off += lv
+			}
+			if n, k := binary.Uvarint(f.data[off : pos+int64(h.CompressedPageSize)]); k > 0 && n > maxPageBytes {
+				return fmt.Errorf("page at %d: snappy block claims %d bytes (limit %d)", pos, n, maxPageBytes)
+			}
+		}
+		pos += int64(h.CompressedPageSize)
+	}
+	return nil
 }
 
 // readChunk appends the rows of one column chunk to rows.

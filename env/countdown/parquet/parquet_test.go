@@ -146,3 +146,39 @@ func ExampleFile_ReadColumn() {
 	// [] false
 	// [] true
 }
+
+// TestCorruptPageSize: a page header claiming more bytes than its column
+// chunk holds is an error before the library allocates the claim.
+func TestCorruptPageSize(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "plain_uncompressed.parquet"))
+	require.NoError(t, err)
+	f, err := Open(b)
+	require.NoError(t, err)
+	md := f.f.Metadata().RowGroups[0].Columns[0].MetaData
+	start := md.DataPageOffset
+	if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
+		start = md.DictionaryPageOffset
+	}
+	// Page header (compact thrift): field 1 type, field 2
+	// uncompressed_page_size, field 3 compressed_page_size, both zigzag
+	// varints. Replace field 3 with 2^30.
+	h := b[start:]
+	require.Equal(t, byte(0x15), h[0])
+	i := 2
+	require.Equal(t, byte(0x15), h[i])
+	for i++; h[i]&0x80 != 0; i++ {
+	}
+	i++
+	require.Equal(t, byte(0x15), h[i])
+	j := i + 1
+	for ; h[j]&0x80 != 0; j++ {
+	}
+	huge := []byte{0x80, 0x80, 0x80, 0x80, 0x08} // zigzag(2^30) = 2^31
+	mut := append(append(append([]byte{}, b[:int(start)+i+1]...), huge...), b[int(start)+j+1:]...)
+	// The footer offsets after the header shift by the length change;
+	// only the first column chunk is read, whose start is unchanged.
+	f, err = Open(mut)
+	require.NoError(t, err)
+	_, err = f.ReadColumn(f.Columns()[0], 0)
+	assert.ErrorContains(t, err, "claims")
+}
