@@ -1,12 +1,14 @@
 package llm_test
 
 import (
+	"context"
 	"os"
 	"runtime"
 	"strconv"
 	"testing"
 
 	"ragen/bench"
+	"ragen/collapse"
 	"ragen/llm"
 	"ragen/llm/llmbench"
 	"ragen/torch"
@@ -144,4 +146,32 @@ func BenchmarkDeferredOp(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkCollapseScorer: a 16 x 16 collapse matrix (prompts of 400
+// tokens, reasonings of 60) scored by the plain scorer (every pair a whole
+// sequence) and by the prefix scorer (each prompt once, reasonings as KV
+// continuations), on the 8.4M benchmark model.
+func BenchmarkCollapseScorer(b *testing.B) {
+	torch.SetNumThreads(runtime.GOMAXPROCS(0))
+	cfg := llmbench.Config()
+	m, err := llm.New(cfg, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	prompts := llmbench.Prompts(16, 400, cfg.VocabSize, 1)
+	reasoning := llmbench.Prompts(16, 60, cfg.VocabSize, 2)
+	for _, sc := range []struct {
+		name string
+		s    collapse.Scorer
+	}{{"plain", llm.NewScorer(m, 16)}, {"prefix", llm.NewPrefixScorer(m, 16, 1)}} {
+		b.Run(sc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := collapse.CrossScores(context.Background(), sc.s, prompts, reasoning, 256, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

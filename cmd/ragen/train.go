@@ -222,7 +222,8 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 			deps.State = map[string]starpo.Stateful{}
 		}
 		deps.State["collapse"] = deps.Collapse
-		deps.Scorer = llm.NewScorer(j.model, j.cc.MicroBatchSize)
+		// each prompt runs once, its reasonings as KV-cache continuations (same scores)
+		deps.Scorer = llm.NewPrefixScorer(j.model, j.cc.MicroBatchSize, 1)
 	}
 	rdir, err := rolloutDataDir(t, j.outDir)
 	if err != nil {
