@@ -1,7 +1,6 @@
 package ragen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // OpenAIConfig configures OpenAIPolicy (model_config.* of upstream's
@@ -73,12 +75,16 @@ func (c OpenAIConfig) Validate() error {
 }
 
 // OpenAIPolicy is a Policy backed by an OpenAI-compatible chat-completions
-// server. It sends each request's Messages (not its token ids) and returns
-// text only (no token ids or log-probs). Safe for concurrent use.
+// server (OpenAI, or vLLM / SGLang / a proxy through base_url), spoken with
+// the official client github.com/openai/openai-go. It sends each request's
+// Messages (not its token ids) and returns text only (no token ids or
+// log-probs). Retries are ragen's (max_retries, backoff, Retry-After), the
+// client's own are off. Safe for concurrent use.
 type OpenAIPolicy struct {
 	cfg    OpenAIConfig
 	key    string
 	client *http.Client
+	api    openai.Client
 	sem    chan struct{}
 }
 
@@ -97,31 +103,18 @@ func NewOpenAIPolicy(cfg OpenAIConfig) (*OpenAIPolicy, error) {
 			return nil, fmt.Errorf("ragen: openai: environment variable %s (api_key_env) is not set", cfg.APIKeyEnv)
 		}
 	}
+	// The client reads OPENAI_API_KEY, OPENAI_ORG_ID, ... from the
+	// environment; override them, so that a key goes only where
+	// api_key_env says (never to a base_url of your own by accident).
+	p.api = openai.NewClient(
+		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"),
+		option.WithAPIKey(p.key),
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
+		option.WithHTTPClient(p.client),
+		option.WithMaxRetries(0),
+	)
 	return p, nil
-}
-
-type chatRequest struct {
-	Model       string        `json:"model"`
-	Messages    []chatMessage `json:"messages"`
-	Temperature float64       `json:"temperature"`
-	TopP        float64       `json:"top_p,omitempty"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
-	Stop        []string      `json:"stop,omitempty"`
-}
-
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type chatResponse struct {
-	Choices []struct {
-		Message      chatMessage `json:"message"`
-		FinishReason string      `json:"finish_reason"`
-	} `json:"choices"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
 }
 
 // Generate implements Policy: requests run concurrently (at most
@@ -194,19 +187,35 @@ func (r *retryable) Error() string { return r.err.Error() }
 func (r *retryable) Unwrap() error { return r.err }
 
 func (p *OpenAIPolicy) one(ctx context.Context, r GenRequest) (Generation, error) {
-	body := chatRequest{Model: p.cfg.Model, Temperature: r.Sampling.Temperature, TopP: r.Sampling.TopP, MaxTokens: r.Sampling.MaxNewTokens, Stop: r.Sampling.Stop}
+	params := openai.ChatCompletionNewParams{Model: p.cfg.Model, Temperature: openai.Float(r.Sampling.Temperature)}
 	if !r.Sampling.DoSample {
-		body.Temperature = 0
+		params.Temperature = openai.Float(0)
+	}
+	if r.Sampling.TopP != 0 {
+		params.TopP = openai.Float(r.Sampling.TopP)
+	}
+	if r.Sampling.MaxNewTokens != 0 {
+		// max_tokens, which vLLM and SGLang read (max_completion_tokens is
+		// OpenAI's newer name)
+		params.MaxTokens = openai.Int(int64(r.Sampling.MaxNewTokens))
+	}
+	if len(r.Sampling.Stop) > 0 {
+		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: r.Sampling.Stop}
 	}
 	for _, m := range r.Messages {
-		body.Messages = append(body.Messages, chatMessage{Role: m.Role, Content: m.Content})
+		switch m.Role {
+		case "system":
+			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
+		case "assistant":
+			params.Messages = append(params.Messages, openai.AssistantMessage(m.Content))
+		case "user":
+			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+		default:
+			return Generation{}, fmt.Errorf("message role %q is not one of system, user, assistant", m.Role)
+		}
 	}
-	if len(body.Messages) == 0 {
+	if len(params.Messages) == 0 {
 		return Generation{}, fmt.Errorf("request has no messages")
-	}
-	data, err := json.Marshal(body)
-	if err != nil {
-		return Generation{}, err
 	}
 	backoff := p.cfg.InitialBackoff
 	var last error
@@ -227,7 +236,7 @@ func (p *OpenAIPolicy) one(ctx context.Context, r GenRequest) (Generation, error
 			}
 			backoff = min(2*backoff, p.cfg.MaxBackoff)
 		}
-		g, err := p.attempt(ctx, data)
+		g, err := p.attempt(ctx, params)
 		if err == nil {
 			return g, nil
 		}
@@ -240,44 +249,51 @@ func (p *OpenAIPolicy) one(ctx context.Context, r GenRequest) (Generation, error
 	return Generation{}, fmt.Errorf("giving up after %d attempts: %w", p.cfg.MaxRetries+1, last)
 }
 
-func (p *OpenAIPolicy) attempt(ctx context.Context, data []byte) (Generation, error) {
+// chatReply is the part of a chat completion ragen reads; decoded here
+// rather than by the client, so that replies of OpenAI-compatible servers
+// that differ in other fields still work and errors show the body.
+type chatReply struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (p *OpenAIPolicy) attempt(ctx context.Context, params openai.ChatCompletionNewParams) (Generation, error) {
 	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	url := strings.TrimRight(p.cfg.BaseURL, "/") + "/chat/completions"
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(data))
-	if err != nil {
-		return Generation{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if p.key != "" {
-		req.Header.Set("Authorization", "Bearer "+p.key)
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
+	var raw []byte
+	_, err := p.api.Chat.Completions.New(actx, params, option.WithResponseBodyInto(&raw))
+	var ae *openai.Error
+	switch {
+	case errors.As(err, &ae):
+		var body []byte
+		if ae.Response != nil && ae.Response.Body != nil {
+			body, _ = io.ReadAll(io.LimitReader(ae.Response.Body, 1<<20))
+		}
+		if ae.StatusCode == http.StatusTooManyRequests || ae.StatusCode >= 500 {
+			var after time.Duration
+			if ae.Response != nil {
+				if s, err := strconv.Atoi(ae.Response.Header.Get("Retry-After")); err == nil && s > 0 {
+					after = time.Duration(s) * time.Second
+				}
+			}
+			return Generation{}, &retryable{err: fmt.Errorf("HTTP %d: %s", ae.StatusCode, snippet(body)), after: after}
+		}
+		return Generation{}, fmt.Errorf("HTTP %d: %s", ae.StatusCode, snippet(body))
+	case err != nil:
 		if ctx.Err() == nil { // our per-attempt timeout or a transport error
 			return Generation{}, &retryable{err: fmt.Errorf("POST %s: %w", url, err)}
 		}
 		return Generation{}, err
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		if ctx.Err() == nil {
-			return Generation{}, &retryable{err: fmt.Errorf("read response: %w", err)}
-		}
-		return Generation{}, err
-	}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-		var after time.Duration
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			after = time.Duration(s) * time.Second
-		}
-		return Generation{}, &retryable{err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, snippet(raw)), after: after}
-	}
-	if resp.StatusCode != http.StatusOK {
-		return Generation{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, snippet(raw))
-	}
-	var cr chatResponse
+	var cr chatReply
 	if err := json.Unmarshal(raw, &cr); err != nil {
 		return Generation{}, fmt.Errorf("decode response (%s): %w", snippet(raw), err)
 	}

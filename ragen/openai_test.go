@@ -50,6 +50,19 @@ func reply(w http.ResponseWriter, content, finish string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": content}, "finish_reason": finish}}})
 }
 
+// chatRequest is the wire request as the stand-in server reads it.
+type chatRequest struct {
+	Model       string   `json:"model"`
+	Temperature float64  `json:"temperature"`
+	TopP        float64  `json:"top_p"`
+	MaxTokens   int      `json:"max_tokens"`
+	Stop        []string `json:"stop"`
+	Messages    []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+}
+
 func TestOpenAINormal(t *testing.T) {
 	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
 		assert.Equal(t, "/v1/chat/completions", r.URL.Path)
@@ -173,4 +186,47 @@ func TestOpenAIConfigErrors(t *testing.T) {
 	for _, s := range []string{"base_url", "model_name", "max_concurrency", "request_timeout"} {
 		assert.ErrorContains(t, err, s)
 	}
+}
+
+// With no api_key_env (a server of your own) no key is sent, even when the
+// client library would pick OPENAI_API_KEY or OPENAI_ORG_ID up from the
+// environment.
+func TestOpenAIKeyStaysHome(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-do-not-leak")
+	t.Setenv("OPENAI_ORG_ID", "org-do-not-leak")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/elsewhere")
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		assert.Empty(t, r.Header.Get("Authorization"))
+		assert.Empty(t, r.Header.Get("OpenAI-Organization"))
+		reply(w, "ok", "stop")
+	}, func(c *OpenAIConfig) { c.APIKeyEnv = "" })
+	gens, err := p.Generate(context.Background(), reqs(1))
+	require.NoError(t, err)
+	assert.Equal(t, "ok", gens[0].Text)
+}
+
+// GenerateEach fails only the requests that failed (a truncated reply, a
+// request out of retries); the others are answered.
+func TestOpenAIGenerateEach(t *testing.T) {
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		var body chatRequest
+		b, _ := io.ReadAll(r.Body)
+		require.NoError(t, json.Unmarshal(b, &body))
+		switch body.Messages[1].Content {
+		case "u1":
+			reply(w, "cut", "length")
+		case "u2":
+			http.Error(w, "overloaded", http.StatusBadGateway)
+		default:
+			reply(w, "fine", "stop")
+		}
+	}, func(c *OpenAIConfig) { c.MaxRetries = 1 })
+	gens, errs := p.GenerateEach(context.Background(), reqs(4))
+	require.Len(t, errs, 4)
+	assert.NoError(t, errs[0])
+	assert.ErrorContains(t, errs[1], `env 1 turn 0: finish reason "length"`)
+	assert.ErrorContains(t, errs[2], "giving up after 2 attempts")
+	assert.NoError(t, errs[3])
+	assert.Equal(t, "fine", gens[0].Text)
+	assert.Equal(t, "fine", gens[3].Text)
 }
