@@ -56,18 +56,40 @@
 //	413  body over the server's limit
 //	422  the env refused: an unknown env_type or bad env_config (the env
 //	     package's own message), or Reset/Step returned an error
+//	401  missing or wrong bearer token (Options.Token)
+//	403  env_config names a file outside the allowed folders, a URL, or a
+//	     program (see Safety)
 //	429  env cap reached
 //	500  the env panicked or broke the contract (info value type)
-//	503  server closed
+//	503  server closed, or its memory cap reached
+//	507  a call allocated over the per-env cap (the env is closed)
 //
 // One env serves one call at a time (the server serialises calls on the
 // same id); different envs run concurrently. An env that sees no request
 // for Options.IdleTimeout is closed, so crashed clients do not leak envs.
 //
+// # Safety
+//
+// The server is meant to be run on shared machines. A client cannot make
+// it read files: env_config keys naming files or folders (ending in _file,
+// _path, _dir, ...) are refused unless Options.AllowedDirs lists folders,
+// and then must resolve (symlinks included) inside one, to a folder or a
+// regular file of at most Options.MaxFileBytes; a path outside is refused
+// without touching the file system, so errors do not tell which files
+// exist. URL keys are refused unless Options.AllowURLs, program keys
+// (python_path, ...) always. Size-like env settings have upper bounds in
+// each env package's Validate. Options.MaxEnvBytes and MaxMemoryBytes cap
+// what one call may allocate and the whole heap. Serve applies read, write
+// and keep-alive timeouts and a connection cap (slow or stalled clients
+// are cut), and on ctx's end returns within about twice
+// Options.ShutdownTimeout even when an env call never returns. With
+// Options.Token every call but health needs "Authorization: Bearer TOKEN";
+// Config.Token (or RAGEN_ENV_TOKEN) makes the client send it.
+//
 // # Client behaviour
 //
 // Every call runs under the caller's ctx and a per-call Config.Timeout
-// (New and Close use the timeout alone): a server that never answers is an
+// (New and Close use the timeout alone; CloseContext takes a ctx): a server that never answers is an
 // error, never a hang. Calls that failed on a connection error or a 5xx
 // are retried Config.Retries times with exponential backoff, but only when
 // repeating them is harmless: reset, render and close always, create and
