@@ -147,6 +147,12 @@ int tt_get_num_threads(void);
  * the one that runs heavy calls; tt_on_worker is 1 on it, else 0. */
 void tt_worker_mark(void);
 int tt_on_worker(void);
+/* tt_worker_serving(1) makes the element-wise, reduction, softmax,
+ * embedding, cat, to and copy_ entry points return the tt_deferred()
+ * sentinel (never freed, never an error) instead of running an op on >= 32768
+ * elements off the torch thread; the caller re-issues the call there. */
+void tt_worker_serving(int on);
+tt_err tt_deferred(void);
 /* Per-token log-probs of ids under softmax(hidden @ head^T / temperature)
  * (logp[b,t] uses position t-1; 0 at t = 0) and, if with_entropy, the
  * entropies (else *ent = NULL), float32 (B,T). hidden (B,T,E), head (V,E),
@@ -199,3 +205,19 @@ void tt_llm_malloc_tune(int64_t bytes);
 }
 #endif
 /* ---- end llm ---- */
+/* ---- llm: checkpointed decoder layer (shim_ckpt.cc; owned by package llm) ---- */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* One decoder layer x (B,T,E) -> (B,T,E) as one autograd node that keeps
+ * only its inputs and recomputes the layer in backward (activation
+ * checkpointing). w: TT_LLM_ROLES handles by role (optional ones NULL);
+ * lora: NULL or 14 (A,B) handles, NULL where off. cos, sin: (B,1,T,D) in the
+ * model dtype; bias: (B,1,1,T,T) float32 additive (key padding + causal). */
+tt_err tt_llm_ckpt_layer(tt_tensor x, const tt_tensor* w, const tt_tensor* lora, double lora_scale, int n_heads,
+                         int n_kv, int head_dim, double eps, tt_tensor cos, tt_tensor sin, tt_tensor bias,
+                         tt_tensor* out);
+#ifdef __cplusplus
+}
+#endif
+/* ---- end llm checkpoint ---- */
