@@ -120,7 +120,7 @@ func (p *valueParser) parseTop() (any, error) {
 	p.skipWS()
 	if p.pos < len(p.s) {
 		if p.s[p.pos] == ',' {
-			return nil, p.errf("ambiguous value (a sweep): to use a list write key=[a,b]; to use a string quote it: key='a,b'; sweeps (--multirun) are not supported")
+			return nil, p.errf("ambiguous value (a sweep): to use a list write key=[a,b]; to use a string quote it: key='a,b'; for a sweep run ragen train -m (Hydra multirun)")
 		}
 		return nil, p.errf("unexpected %q at offset %d", p.s[p.pos], p.pos)
 	}
@@ -368,7 +368,7 @@ func (p *valueParser) call(fn, arg string) (any, error) {
 	switch fn {
 	case "int", "float", "str", "bool":
 	default:
-		return nil, p.errf("%s(...) is a sweep function; sweeps (--multirun) are not supported", fn)
+		return nil, p.errf("%s(...) is a sweep function; for a sweep run ragen train -m (Hydra multirun)", fn)
 	}
 	sub := &valueParser{s: arg, input: p.input, depth: p.depth}
 	v, err := sub.parseTop()

@@ -233,10 +233,14 @@ func runSweep(ctx context.Context, args []string, deviceFlag string, jobs int) e
 	for _, n := range p.Notices {
 		fmt.Fprintln(os.Stderr, "ragen: multirun:", n)
 	}
-	// every job is checked before any starts
+	// every job's config is composed and validated before any job starts
 	for i := range p.Jobs {
-		if _, _, err := loadTree(append(append([]string{}, p.Flags...), p.Jobs[i].Overrides...), "base"); err != nil {
-			return fmt.Errorf("multirun: job %d: %w", i, err)
+		t, _, err := loadTree(append(append([]string{}, p.Flags...), p.Jobs[i].Overrides...), "base")
+		if err == nil {
+			_, _, _, _, err = libraryConfigs(t)
+		}
+		if err != nil {
+			return fmt.Errorf("multirun: job %d (%s): %w", i, strings.Join(p.Jobs[i].Overrides, " "), err)
 		}
 	}
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {

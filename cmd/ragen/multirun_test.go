@@ -281,11 +281,24 @@ func TestMultirunParallelJobsInChildProcesses(t *testing.T) {
 	// failing jobs are reported with their logs, and still summarised
 	failed := t.TempDir()
 	err = run(context.Background(), append([]string{"train", "-m", "--jobs", "2", "hydra.sweep.dir=" + failed},
-		append(tinySweepArgs(), "model_path=/nonexistent/a,/nonexistent/b")...))
+		append(tinySweepArgs(), "model_path=/nonexistent/qwen-a,/nonexistent/qwen-b")...))
 	require.ErrorContains(t, err, "job 0")
 	require.ErrorContains(t, err, "job 1")
 	require.ErrorContains(t, err, "train.log")
 	md, err := os.ReadFile(filepath.Join(failed, "summary.md"))
 	require.NoError(t, err)
 	require.Equal(t, 2, strings.Count(string(md), "| failed: "))
+}
+
+func TestMultirunCommandLineErrors(t *testing.T) {
+	ctx := context.Background()
+	require.ErrorContains(t, run(ctx, []string{"train", "--jobs", "2", "model_path=tiny"}), "--jobs needs a multirun")
+	require.ErrorContains(t, run(ctx, []string{"train", "-m", "--jobs", "0", "seed.train=1,2"}), "--jobs \"0\"")
+	// a sweep value without -m says how to sweep
+	require.ErrorContains(t, run(ctx, []string{"train", "seed.train=1,2"}), "ragen train -m")
+	// every job is checked before any starts
+	err := run(ctx, []string{"train", "-m", "hydra.sweep.dir=" + t.TempDir(), "es_manager.train.env_groups=8,3"})
+	require.ErrorContains(t, err, "multirun: job 1")
+	// Hydra's own keys in a single run: named, then ignored
+	require.NoError(t, run(ctx, []string{"train", "hydra.run.dir=/tmp/x", "hydra.job.chdir=True", "--cfg", "job"}))
 }
