@@ -156,7 +156,12 @@ func (m *Model) goForward(s *torch.Scope, ids, positions, attn *torch.Tensor, he
 		if m.lora != nil {
 			b.lora = &m.lora.layers[i]
 		}
-		y := ls.Escape(m.fam.layer(b, x)) // (B,T,E)
+		var y *torch.Tensor
+		if m.checkpointing() {
+			y = ls.Escape(m.checkpointLayer(b, i, x)) // (B,T,E); recomputed in backward
+		} else {
+			y = ls.Escape(m.fam.layer(b, x)) // (B,T,E)
+		}
 		if err := ls.Close(); err != nil {
 			s.Fail(fmt.Errorf("llm: layer %d: %w", i, err))
 			return nil

@@ -15,6 +15,9 @@ type Options struct {
 	DType  torch.DType  // Float32 (default when zero is given through DefaultOptions) or BFloat16/Float16
 	Device torch.Device // torch.CPU or torch.CUDA(i)
 	Seed   uint64       // seed of the random initialisation (New)
+	// GradientCheckpointing recomputes each decoder layer in backward instead
+	// of keeping its activations (SetGradientCheckpointing; checkpoint.go).
+	GradientCheckpointing bool
 }
 
 // DefaultOptions is float32 on the CPU with seed 0.

@@ -205,3 +205,19 @@ void tt_llm_malloc_tune(int64_t bytes);
 }
 #endif
 /* ---- end llm ---- */
+/* ---- llm: checkpointed decoder layer (shim_ckpt.cc; owned by package llm) ---- */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* One decoder layer x (B,T,E) -> (B,T,E) as one autograd node that keeps
+ * only its inputs and recomputes the layer in backward (activation
+ * checkpointing). w: TT_LLM_ROLES handles by role (optional ones NULL);
+ * lora: NULL or 14 (A,B) handles, NULL where off. cos, sin: (B,1,T,D) in the
+ * model dtype; bias: (B,1,1,T,T) float32 additive (key padding + causal). */
+tt_err tt_llm_ckpt_layer(tt_tensor x, const tt_tensor* w, const tt_tensor* lora, double lora_scale, int n_heads,
+                         int n_kv, int head_dim, double eps, tt_tensor cos, tt_tensor sin, tt_tensor bias,
+                         tt_tensor* out);
+#ifdef __cplusplus
+}
+#endif
+/* ---- end llm checkpoint ---- */
