@@ -104,7 +104,7 @@ func TestEvalUnderAPIFaults(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	common := []string{"eval", "--policy", "api", "--base-url", srv.URL + "/v1", "--api-model", "stub",
-		"--max-retries", "0", "--request-timeout", "300ms",
+		"--max-retries", "0", "--request-timeout", "2s",
 		"es_manager.val.env_groups=10", "es_manager.val.group_size=1", "es_manager.val.env_configs.tags=[SimpleSokoban]",
 		"es_manager.val.env_configs.n_groups=[10]", "agent_proxy.max_turn=1", "+model_config.max_concurrency=1"}
 	out := filepath.Join(dir, "ok.jsonl")
