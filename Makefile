@@ -6,7 +6,8 @@ SHELL := /bin/bash
 GO ?= go
 APT_PKGS := libtorch-dev libgloo-dev libopenblas0-openmp
 BENCH_PKGS := python3-torch python3-numpy
-# headless Chromium for the dashboard's browser tests (cmd/ragen TestDashBrowser)
+# test-only packages: headless Chromium (dashboard browser tests), python3 (code
+# sandbox, simulator bridges), PyTorch (parity references, torchrun)
 TEST_PKGS := chromium chromium-driver python3 python3-yaml python3-numpy python3-torch
 TEST_TIMEOUT ?= 20m
 # packages whose dependency graph does not reach libtorch: they must also
