@@ -128,6 +128,12 @@ func cmdLaunch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	switch rest[0] {
+	case "train", "version":
+	default:
+		// eval, sft, demo, ... are single-process: N copies would write the same outputs
+		return fmt.Errorf("launch: %q runs in one process; only `train` runs data-parallel across ranks", rest[0])
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)

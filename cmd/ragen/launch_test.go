@@ -82,6 +82,13 @@ func TestParseLaunch(t *testing.T) {
 	}
 }
 
+func TestLaunchOnlyTrain(t *testing.T) {
+	err := cmdLaunch(context.Background(), []string{"--nproc-per-node", "2", "eval", "--policy", "oracle"})
+	if err == nil || !strings.Contains(err.Error(), "only `train` runs data-parallel") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func launchTest(t *testing.T, n int, fail string) (string, error) {
 	out := t.TempDir()
 	t.Setenv("RAGEN_LAUNCH_TEST_WORKER", "1")
