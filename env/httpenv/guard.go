@@ -47,6 +47,13 @@ func isProgramKey(k string) bool {
 	return false
 }
 
+// isSandboxKey names settings that weaken or loosen a code sandbox
+// (deepcoder's sandbox_mode, and any sandbox_* limit): like programs, they
+// are the server operator's choice.
+func isSandboxKey(k string) bool {
+	return strings.HasPrefix(strings.ToLower(k), "sandbox")
+}
+
 // filePolicy decides which server-side files a client's env_config may
 // name.
 type filePolicy struct {
@@ -92,6 +99,9 @@ func (p *filePolicy) check(cfg map[string]any) (map[string]any, error) {
 }
 
 func (p *filePolicy) walk(key, leaf string, v any) (any, error) {
+	if isSandboxKey(leaf) {
+		return nil, errRefused{fmt.Sprintf("httpenv: %s: sandbox settings are the server operator's choice; a client may not set them", key)}
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))

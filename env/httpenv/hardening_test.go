@@ -59,6 +59,7 @@ func TestFileKeysRefusedByDefault(t *testing.T) {
 		{"countdown", map[string]any{"train_path": "../../secret.parquet"}, "env_config.train_path: file access is off"},
 		{"http", map[string]any{"url": "http://169.254.169.254/", "env_type": "bandit"}, "env_config.url: this server does not let clients name URLs"},
 		{"deepcoder", map[string]any{"python_path": "/bin/sh"}, "env_config.python_path: programs to run are the server operator's choice"},
+		{"deepcoder", map[string]any{"sandbox_mode": "unsafe_rlimits_only"}, "env_config.sandbox_mode: sandbox settings are the server operator's choice"},
 		{"sokoban", map[string]any{"nested": map[string]any{"cache_dir": "/"}}, "env_config.nested.cache_dir: file access is off"},
 	} {
 		he := createErr(t, url, c.typ, c.cfg)
