@@ -111,6 +111,11 @@ func cmdEval(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The envs' data, servers, bridges and sandboxes are checked before a
+	// model loads, so a misconfigured env fails in a second, not after it.
+	if err := config.CheckEnvs(t, "val"); err != nil {
+		return err
+	}
 	opt, err := evalOptions(t, fl, cfg)
 	if err != nil {
 		return err
