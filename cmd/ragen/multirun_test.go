@@ -126,6 +126,13 @@ func TestMultirunThreeWayTinyModel(t *testing.T) {
 		rv := readJSONLines[starpo.GroupRV](t, filepath.Join(job, "group_rv_table.jsonl"))
 		require.Len(t, rv, 2, "two training groups")
 		require.Equal(t, 4, rv[0].N)
+		// the same tables in TensorBoard's text plugin
+		tb, err := filepath.Glob(filepath.Join(job, "tensorboard", "events.out.tfevents.*.ragen-text"))
+		require.NoError(t, err)
+		require.Len(t, tb, 1)
+		raw, err := os.ReadFile(tb[0])
+		require.NoError(t, err)
+		require.Len(t, tfRecords(t, raw), 3, "file version, group_rv_table of step 1, generations of step 1")
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	require.NoError(t, err)

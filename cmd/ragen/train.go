@@ -34,6 +34,7 @@ type job struct {
 	critic  *llm.Critic
 	proxy   *ragen.AgentProxy
 	gaProxy *ragen.AgentProxy // the separate gradient-analysis rollout's envs
+	tbText  *tbText           // TensorBoard text tables (tbtext.go)
 	logger  track.Logger
 	jsonl   string
 	outDir  string
@@ -52,6 +53,9 @@ func (j *job) close() {
 	}
 	if j.gaProxy != nil {
 		j.gaProxy.Close()
+	}
+	if j.tbText != nil {
+		j.tbText.Close()
 	}
 	if j.critic != nil {
 		j.critic.Close()
@@ -197,6 +201,9 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 	step := func() int { return trainer.Step() }
 	rollout, err := outputDumps(t, j.outDir, j.proxy.RolloutWith, step)
 	if err != nil {
+		return nil, err
+	}
+	if rollout, err = j.tensorBoardTables(t, rollout, step); err != nil {
 		return nil, err
 	}
 	deps := starpo.Deps{Actor: j.model, Rollout: rollout, Filter: j.fc, Logger: j.logger}
