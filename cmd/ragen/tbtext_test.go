@@ -87,3 +87,11 @@ func TestTensorBoardTextEvents(t *testing.T) {
 	require.Contains(t, g, "**0.** Bandit group 0 env 0, score 1.0, success true")
 	require.Contains(t, g, "'''x'''", "fences in model output cannot close the block")
 }
+
+func TestOnlineLoggersFallBackToTensorBoard(t *testing.T) {
+	for _, l := range []string{"clearml", "vemlp_wandb", "wandb"} {
+		tr, _, err := loadTree([]string{"trainer.logger=[console," + l + "]"}, "base")
+		require.NoError(t, err)
+		require.Equal(t, []string{"console", "tensorboard", "jsonl"}, loggerBackends(tr), l)
+	}
+}
