@@ -182,6 +182,9 @@ func (c *ContextManager) window() int {
 // memoryContent is SimpleMemory's single-turn user message (spec §3.6):
 // previous turns [s, t) and the current entry t, turn numbers offset by o.
 func (c *ContextManager) memoryContent(tag string, hist []HistoryEntry, s, t, o int, warn bool) string {
+	if f, ok := env.MemoryFor(c.cfg.CustomEnvs[tag].EnvType); ok {
+		return f(c.memoryInput(tag, hist, s, t, o, warn))
+	}
 	var b strings.Builder
 	if s < t {
 		fmt.Fprintf(&b, "Summary: %d step(s) completed so far. Showing the last %d turn(s) with state/action/reward details. Recent turns:\n---\n", t+o, t-s)
@@ -209,6 +212,24 @@ func (c *ContextManager) memoryContent(tag string, hist []HistoryEntry, s, t, o 
 	fmt.Fprintf(&b, "(Turn %d):\nState:\n%s\n%sYou have %d actions left. Always output: %s with no extra text. Strictly follow this format. %s\n",
 		t+1+o, cur.State, w, cur.ActionsLeft, c.formatPrompt(), c.lengthPrompt(tag))
 	return b.String()
+}
+
+// memoryInput is what a registered env memory (env.RegisterMemory) gets
+// for entry t with the window [s, t).
+func (c *ContextManager) memoryInput(tag string, hist []HistoryEntry, s, t, o int, warn bool) env.MemoryInput {
+	in := env.MemoryInput{FirstState: hist[0].State, Completed: t, Offset: o, State: hist[t].State,
+		ActionsLeft: hist[t].ActionsLeft, Invalid: warn && hist[t].ManagerInvalidAction,
+		Format: c.formatPrompt(), Length: c.lengthPrompt(tag)}
+	for h := s; h < t; h++ {
+		e := hist[h]
+		answer := e.LLMResponse
+		if m := answerPattern.FindStringSubmatch(e.LLMResponse); m != nil {
+			answer = strings.TrimSpace(m[1])
+		}
+		in.History = append(in.History, env.MemoryTurn{State: e.State, Answer: answer, Response: e.LLMResponse,
+			Reward: e.Reward.String(), Acted: e.Acted})
+	}
+	return in
 }
 
 // singleTurn builds [system, user(memory)] for entry t, raising the window
