@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"ragen/env"
-	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
+	"ragen/torch"
 )
 
 // Config holds the SFT hyper-parameters.

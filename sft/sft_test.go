@@ -9,10 +9,10 @@ import (
 
 	"ragen/env"
 	_ "ragen/env/all"
-	"ragen/torch"
 	"ragen/llm"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
+	"ragen/torch"
 )
 
 func banditConfig(t *testing.T) ragen.Config {

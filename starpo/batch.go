@@ -6,9 +6,9 @@ import (
 	"sort"
 
 	"ragen/internal/pyrand"
-	"ragen/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // rows is one training batch as flat Go slices: B rows, L tokens per row,

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ragen/internal/pyrand"
-	"ragen/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // rowsOf builds a batch of n rows of L tokens whose ids name the row.

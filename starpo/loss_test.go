@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ragen/torch"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // randMat returns a (b, t) matrix of uniforms in [lo, hi).

@@ -9,9 +9,9 @@ import (
 
 	"ragen/env"
 	"ragen/env/bandit"
-	"ragen/torch"
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
+	"ragen/torch"
 )
 
 func TestMain(m *testing.M) {

@@ -17,9 +17,9 @@ import (
 	"ragen/env"
 	"ragen/filter"
 	"ragen/internal/pyrand"
-	"ragen/torch"
 	"ragen/ragen"
 	"ragen/starpo/algo"
+	"ragen/torch"
 )
 
 // smallConfig is a CPU-sized run: 2 groups × 4 bandit envs, mini-batches of

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"ragen/config"
-	"ragen/torch"
 	"ragen/llm"
+	"ragen/torch"
 )
 
 // memAvailable is MemAvailable from /proc/meminfo in bytes (0 if unknown).
