@@ -276,3 +276,6 @@ func (o *ShardedAdamW) Consolidate(ctx context.Context, m, v []*torch.Tensor) er
 		return s.Err()
 	})
 }
+
+// DType is the dtype of the flat shards (the parameters').
+func (o *ShardedAdamW) DType() torch.DType { return o.dtype }

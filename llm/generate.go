@@ -26,6 +26,11 @@ type GenOptions struct {
 	StopStrings []string
 	IgnoreEOS   bool
 	Seed        uint64 // seeds the sampling generator
+	// RowSeeds, if set (one per prompt), gives every sequence its own
+	// sampling generator seeded RowSeeds[i] instead of one shared by the
+	// batch, so a sequence's tokens do not depend on which other prompts
+	// share the batch or their order (data-parallel rollout relies on it).
+	RowSeeds []uint64
 	// Stream, if set, receives each sequence's text as it grows (never text
 	// past a stop string).
 	Stream func(seq int, delta string)
@@ -65,6 +70,9 @@ func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [
 	}
 	if len(opt.StopStrings) > 0 && tok == nil {
 		return nil, fmt.Errorf("llm: generate: stop strings need a tokenizer")
+	}
+	if opt.RowSeeds != nil && len(opt.RowSeeds) != len(prompts) {
+		return nil, fmt.Errorf("llm: generate: %d row seeds for %d prompts", len(opt.RowSeeds), len(prompts))
 	}
 	V := m.cfg.VocabSize
 	P := 0
@@ -175,6 +183,22 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 		return fmt.Errorf("llm: generate: %w", err)
 	}
 	defer g.Close()
+	var rowGens []*torch.Generator // per sequence, with opt.RowSeeds
+	if opt.RowSeeds != nil && opt.Temperature > 0 {
+		rowGens = make([]*torch.Generator, B)
+		defer func() {
+			for _, rg := range rowGens {
+				if rg != nil {
+					rg.Close()
+				}
+			}
+		}()
+		for i, sd := range opt.RowSeeds {
+			if rowGens[i], err = torch.NewGenerator(sd, dev); err != nil {
+				return fmt.Errorf("llm: generate: %w", err)
+			}
+		}
+	}
 	w := m.weights(true)
 	sh := m.shape()
 	cur := torch.NewScope()
@@ -190,9 +214,29 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 			return fmt.Errorf("llm: generate: %w", err)
 		}
 		next := torch.NewScope()
-		idT, lpT := next.Sample(logits, opt.Temperature, opt.TopK, opt.TopP, g)
-		toks := next.Int64s(idT)
-		lps := next.Float32s(lpT)
+		var toks []int64
+		var lps []float32
+		if rowGens == nil {
+			idT, lpT := next.Sample(logits, opt.Temperature, opt.TopK, opt.TopP, g)
+			toks = next.Int64s(idT)
+			lps = next.Float32s(lpT)
+		} else {
+			// one draw per sequence from its own generator (finished rows
+			// still in the batch draw nothing)
+			toks, lps = make([]int64, len(rows)), make([]float32, len(rows))
+			for r, sq := range rows {
+				if seqs[sq].done {
+					continue
+				}
+				idT, lpT := next.Sample(next.Narrow(logits, 0, int64(r), 1), opt.Temperature, opt.TopK, opt.TopP, rowGens[sq])
+				if t := next.Int64s(idT); len(t) == 1 {
+					toks[r] = t[0]
+				}
+				if l := next.Float32s(lpT); len(l) == 1 {
+					lps[r] = l[0]
+				}
+			}
+		}
 		if err := next.Err(); err != nil {
 			next.Close()
 			return fmt.Errorf("llm: generate: step %d: %w", step, err)

@@ -18,7 +18,10 @@ type Options struct {
 	// MaxBatch bounds the prompts decoded together (0: all in one batch).
 	MaxBatch int
 	// Seed seeds sampling; call k of Generate uses Seed + k so that
-	// successive calls differ but a run is reproducible.
+	// successive calls differ but a run is reproducible. Requests that
+	// carry their own stream seed (GenRequest.Seeded, as the rollout sets
+	// them) sample from that stream instead, so their tokens do not depend
+	// on the batch they share, the call, or the rank that decodes them.
 	Seed uint64
 }
 
@@ -84,7 +87,9 @@ func (p *policy) Generate(ctx context.Context, reqs []ragen.GenRequest) ([]ragen
 				}
 			}
 			sp := reqs[part[0]].Sampling
-			res, err := p.m.Generate(ctx, p.tok, prompts, genOptions(sp, seed+uint64(1000*gi+start)))
+			o := genOptions(sp, seed+uint64(1000*gi+start))
+			o.RowSeeds = rowSeeds(reqs, part)
+			res, err := p.m.Generate(ctx, p.tok, prompts, o)
 			if err != nil {
 				return nil, fmt.Errorf("llmpolicy: %w", err)
 			}
@@ -94,6 +99,19 @@ func (p *policy) Generate(ctx context.Context, reqs []ragen.GenRequest) ([]ragen
 		}
 	}
 	return out, nil
+}
+
+// rowSeeds returns the requests' own stream seeds when every request of
+// the part carries one (else nil: the call's shared generator).
+func rowSeeds(reqs []ragen.GenRequest, part []int) []uint64 {
+	out := make([]uint64, len(part))
+	for j, i := range part {
+		if !reqs[i].Seeded {
+			return nil
+		}
+		out[j] = reqs[i].Seed
+	}
+	return out
 }
 
 // policyState is what a checkpoint needs to continue a policy's sampling

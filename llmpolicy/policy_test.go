@@ -68,3 +68,43 @@ func TestPolicyStateRoundTrip(t *testing.T) {
 	require.Equal(t, uint64(7), q.n)
 	require.Error(t, q.UnmarshalState([]byte("{")))
 }
+
+// Requests that carry their own stream seed sample the same tokens whatever
+// batch, order or call decodes them (float64, so that batch composition
+// cannot flip a draw through rounding); other seeds give other tokens.
+func TestPolicySeededStreams(t *testing.T) {
+	tok := tokenizer.NewByte()
+	m, err := llm.New(llm.TinyConfig(tok.VocabSize()), llm.Options{DType: torch.Float64, Device: torch.CPU, Seed: 21})
+	require.NoError(t, err)
+	defer m.Close()
+	sp := ragen.SamplingParams{DoSample: true, Temperature: 1, TopK: -1, TopP: 1, MaxNewTokens: 6}
+	prompts := []string{"hi", "hello there", "x", "a longer prompt"}
+	reqs := make([]ragen.GenRequest, len(prompts))
+	for i, pr := range prompts {
+		reqs[i] = ragen.GenRequest{EnvID: i, Prompt: pr, Sampling: sp, Seed: uint64(100 + i), Seeded: true}
+	}
+	ctx := context.Background()
+	all, err := New(m, tok, Options{Seed: 1}).Generate(ctx, reqs)
+	require.NoError(t, err)
+	// one at a time, in reverse order, from a policy with another seed and call count
+	p := New(m, tok, Options{Seed: 77, MaxBatch: 1})
+	_, err = p.Generate(ctx, reqs[:1])
+	require.NoError(t, err)
+	for i := len(reqs) - 1; i >= 0; i-- {
+		got, err := p.Generate(ctx, []ragen.GenRequest{reqs[i]})
+		require.NoError(t, err)
+		require.Equal(t, all[i].IDs, got[0].IDs, "request %d", i)
+		require.InDeltaSlice(t, all[i].LogProbs, got[0].LogProbs, 1e-5, "request %d", i)
+	}
+	// a pair batch in swapped order
+	pair, err := p.Generate(ctx, []ragen.GenRequest{reqs[3], reqs[1]})
+	require.NoError(t, err)
+	require.Equal(t, all[3].IDs, pair[0].IDs)
+	require.Equal(t, all[1].IDs, pair[1].IDs)
+	// another stream seed samples other tokens
+	other := reqs[1]
+	other.Seed = 12345
+	diff, err := p.Generate(ctx, []ragen.GenRequest{other})
+	require.NoError(t, err)
+	require.NotEqual(t, all[1].IDs, diff[0].IDs)
+}

@@ -26,6 +26,13 @@ type GenRequest struct {
 	Prompt   string              // rendered prompt incl. the forced prefix
 	IDs      []int               // token ids of Prompt
 	Sampling SamplingParams
+	// Seed, when Seeded, is this request's own sampling stream: the
+	// rollout derives it from the env's reset seed, env id and turn
+	// (StreamSeed), so a trajectory samples the same tokens whichever rank,
+	// batch or batch row decodes it. Policies that cannot seed per request
+	// ignore it.
+	Seed   uint64
+	Seeded bool
 }
 
 // Generation is the model's answer to one request.

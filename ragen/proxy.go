@@ -1,7 +1,9 @@
 package ragen
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"sort"
@@ -97,6 +99,67 @@ type RolloutOptions struct {
 	// Collapse requests the collapse-diagnostics data (meta.compute_collapse);
 	// ignored outside context_window_mode full.
 	Collapse bool
+	// Shard, if set, splits the rollout over the ranks of a data-parallel
+	// run: this rank runs only its env groups, and the finished episodes of
+	// every rank are gathered, so each rank returns the whole batch.
+	Shard *Shard
+}
+
+// Shard is one rank's share of a data-parallel rollout. Env groups are
+// split into contiguous blocks, rank r running groups [r·G/Size,
+// (r+1)·G/Size) (a group never spans ranks). Every rank resets every env
+// (so that seeds and env state stay those of one process) but generates
+// and steps only its own; with per-trajectory sampling streams (StreamSeed)
+// the gathered batch equals one process's for the same seed.
+type Shard struct {
+	Rank, Size int
+	// AllGather exchanges bytes: every rank passes its own and gets every
+	// rank's, in rank order (dist.Group.AllGatherBytes).
+	AllGather func(ctx context.Context, b []byte) ([][]byte, error)
+}
+
+// owns reports whether group g of n belongs to this rank.
+func (s *Shard) owns(g, n int) bool {
+	if s == nil || s.Size <= 1 {
+		return true
+	}
+	return s.Rank*n/s.Size <= g && g < (s.Rank+1)*n/s.Size
+}
+
+// validate checks the shard against the env set.
+func (s *Shard) validate() error {
+	if s == nil {
+		return nil
+	}
+	if s.Size < 1 || s.Rank < 0 || s.Rank >= s.Size {
+		return fmt.Errorf("ragen: rollout shard: rank %d of %d", s.Rank, s.Size)
+	}
+	if s.Size > 1 && s.AllGather == nil {
+		return fmt.Errorf("ragen: rollout shard: rank %d of %d without AllGather", s.Rank, s.Size)
+	}
+	return nil
+}
+
+// StreamSeed is the sampling stream of one trajectory turn: a SplitMix64
+// hash of the mode, the env's reset seed, the env id and the turn, so that
+// a run's samples depend on its seed only, never on the rank, batch or row
+// that decodes them.
+func StreamSeed(mode env.Mode, envSeed int64, envID, turn int) uint64 {
+	h := uint64(0x52414745_4e000000) // "RAGEN"
+	for _, c := range []byte(mode) {
+		h = splitmix(h ^ uint64(c))
+	}
+	for _, x := range []uint64{uint64(envSeed), uint64(envID), uint64(turn)} {
+		h = splitmix(h ^ x)
+	}
+	return h
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // Rollout runs one rollout of the mode's envs with the manager's seed
@@ -112,16 +175,32 @@ func (a *AgentProxy) RolloutWith(ctx context.Context, mode env.Mode, opt Rollout
 	if s == nil {
 		return nil, fmt.Errorf("ragen: rollout: no env manager for mode %q", mode)
 	}
+	if err := opt.Shard.validate(); err != nil {
+		return nil, err
+	}
 	outs, err := s.es.Reset(ctx, seed)
 	if err != nil {
 		return nil, err
+	}
+	sharded := opt.Shard != nil && opt.Shard.Size > 1
+	if sharded {
+		n := s.es.set.EnvGroups
+		mine := outs[:0:0]
+		for _, o := range outs {
+			if opt.Shard.owns(o.GroupID, n) {
+				mine = append(mine, o)
+			}
+		}
+		outs = mine
 	}
 	parts := a.cfg.AgentProxy.PipelineParts
 	if parts > len(outs) {
 		parts = len(outs)
 	}
 	sp := a.cfg.Sampling(mode)
-	if parts <= 1 {
+	if len(outs) == 0 {
+		// this rank owns no group (fewer groups than ranks)
+	} else if parts <= 1 {
 		if err := a.turnLoop(ctx, s, outs, sp); err != nil {
 			return nil, err
 		}
@@ -129,6 +208,11 @@ func (a *AgentProxy) RolloutWith(ctx context.Context, mode env.Mode, opt Rollout
 		return nil, err
 	}
 	states := s.es.GetRolloutStates()
+	if sharded {
+		if states, err = gatherStates(ctx, opt.Shard, states, s.es.set.EnvGroups); err != nil {
+			return nil, err
+		}
+	}
 	b, err := s.cm.BuildBatch(states)
 	if err != nil {
 		return nil, err
@@ -139,6 +223,60 @@ func (a *AgentProxy) RolloutWith(ctx context.Context, mode env.Mode, opt Rollout
 		}
 	}
 	return b, nil
+}
+
+type shardEpisodes struct{ Envs []EnvOutput }
+
+// gatherStates exchanges the finished episodes of each rank's own groups
+// (gob, which keeps every float bit, NaN included) and returns every env's
+// entry in env-id order: the rank's own, the others' as gathered.
+func gatherStates(ctx context.Context, sh *Shard, states []*EnvOutput, groups int) ([]*EnvOutput, error) {
+	var mine shardEpisodes
+	for _, o := range states {
+		if sh.owns(o.GroupID, groups) {
+			mine.Envs = append(mine.Envs, *o)
+		}
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&mine); err != nil {
+		return nil, fmt.Errorf("ragen: rollout shard: encode episodes: %w", err)
+	}
+	parts, err := sh.AllGather(ctx, buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("ragen: rollout shard: gather episodes: %w", err)
+	}
+	if len(parts) != sh.Size {
+		return nil, fmt.Errorf("ragen: rollout shard: gathered %d parts from %d ranks", len(parts), sh.Size)
+	}
+	out := make([]*EnvOutput, len(states))
+	for r, p := range parts {
+		if r == sh.Rank {
+			for _, o := range states {
+				if sh.owns(o.GroupID, groups) {
+					out[o.EnvID] = o
+				}
+			}
+			continue
+		}
+		var theirs shardEpisodes
+		if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&theirs); err != nil {
+			return nil, fmt.Errorf("ragen: rollout shard: episodes of rank %d: %w", r, err)
+		}
+		other := &Shard{Rank: r, Size: sh.Size}
+		for i := range theirs.Envs {
+			o := &theirs.Envs[i]
+			if o.EnvID < 0 || o.EnvID >= len(out) || !other.owns(o.GroupID, groups) || states[o.EnvID].GroupID != o.GroupID {
+				return nil, fmt.Errorf("ragen: rollout shard: rank %d sent env %d (group %d), which is not its own", r, o.EnvID, o.GroupID)
+			}
+			out[o.EnvID] = o
+		}
+	}
+	for i, o := range out {
+		if o == nil {
+			return nil, fmt.Errorf("ragen: rollout shard: no rank sent env %d", i)
+		}
+	}
+	return out, nil
 }
 
 // pipelined splits the envs into parts that run their turn loops
@@ -180,6 +318,11 @@ func (a *AgentProxy) turnLoop(ctx context.Context, s *rolloutSet, active []*EnvO
 		reqs := make([]GenRequest, len(prompts))
 		for i, p := range prompts {
 			reqs[i] = GenRequest{EnvID: p.EnvID, Turn: p.Turn, Messages: p.Messages, Prompt: p.Text, IDs: p.IDs, Sampling: sp}
+			envSeed, err := s.es.Seed(p.EnvID)
+			if err != nil {
+				return err
+			}
+			reqs[i].Seed, reqs[i].Seeded = StreamSeed(s.es.mode, envSeed, p.EnvID, p.Turn), true
 		}
 		gens, err := a.policy.Generate(ctx, reqs)
 		if err != nil {

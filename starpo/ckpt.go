@@ -26,6 +26,7 @@ import (
 //	global_step_N/critic/...                the same for the critic
 //	global_step_N/trainer_state.json        step, counters, scheduler, early-stop and extra state
 //	global_step_N/checksums.sha256          SHA-256 of every file above (sha256sum -c format)
+//	global_step_N/shards.json               data-parallel runs: optimizer shard layout (dist_ckpt.go)
 //	latest_checkpointed_iteration.txt       N of the newest complete checkpoint
 //
 // Resuming checks every file against checksums.sha256 before loading
@@ -64,17 +65,34 @@ func (t *Trainer) StepDir(n int) string {
 // SaveCheckpoint writes the checkpoint of the current step atomically and
 // prunes old ones beyond max_actor_ckpt_to_keep.
 func (t *Trainer) SaveCheckpoint() error {
+	tmp, err := t.checkpointTemp()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // no-op after the rename
+	return t.commitCheckpoint(tmp, nil)
+}
+
+// checkpointTemp creates the temporary folder a checkpoint is written in.
+func (t *Trainer) checkpointTemp() (string, error) {
 	root := t.cfg.Trainer.DefaultLocalDir
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("starpo: checkpoint: %w", err)
+		return "", fmt.Errorf("starpo: checkpoint: %w", err)
 	}
 	removeStaleTemps(root)
 	tmp, err := os.MkdirTemp(root, ".tmp-"+stepDirPrefix)
 	if err != nil {
-		return fmt.Errorf("starpo: checkpoint: %w", err)
+		return "", fmt.Errorf("starpo: checkpoint: %w", err)
 	}
-	defer os.RemoveAll(tmp) // no-op after the rename
-	if err := t.writeCheckpoint(tmp); err != nil {
+	return tmp, nil
+}
+
+// commitCheckpoint writes the checkpoint into tmp (sh: the optimizer
+// shards the ranks of a data-parallel run wrote there, nil in one
+// process), renames it to its step folder, updates the tracker and prunes.
+func (t *Trainer) commitCheckpoint(tmp string, sh *shardedCkpt) error {
+	root := t.cfg.Trainer.DefaultLocalDir
+	if err := t.writeCheckpoint(tmp, sh); err != nil {
 		return fmt.Errorf("starpo: checkpoint step %d: %w", t.st.Step, err)
 	}
 	final := t.StepDir(t.st.Step)
@@ -95,17 +113,22 @@ func (t *Trainer) SaveCheckpoint() error {
 	return t.prune()
 }
 
-func (t *Trainer) writeCheckpoint(dir string) error {
+func (t *Trainer) writeCheckpoint(dir string, sh *shardedCkpt) error {
 	sums := map[string]string{}
-	if err := writeModel(dir, "actor", t.deps.Actor.Trainable(), t.actorOpt, sums); err != nil {
+	actorOpt, actorStep := sh.optimizer("actor", t.actorOpt)
+	if err := writeModel(dir, "actor", t.deps.Actor.Trainable(), actorOpt, sums); err != nil {
 		return err
 	}
-	cs := checkpointState{Version: checkpointVers, State: t.st, ActorOptim: t.actorOpt.StepCount()}
+	cs := checkpointState{Version: checkpointVers, State: t.st, ActorOptim: actorStep}
 	if t.deps.Critic != nil {
-		if err := writeModel(dir, "critic", t.deps.Critic.Trainable(), t.criticOpt, sums); err != nil {
+		criticOpt, criticStep := sh.optimizer("critic", t.criticOpt)
+		if err := writeModel(dir, "critic", t.deps.Critic.Trainable(), criticOpt, sums); err != nil {
 			return err
 		}
-		cs.CriticOptim = t.criticOpt.StepCount()
+		cs.CriticOptim = criticStep
+	}
+	if err := sh.writeManifest(dir, sums); err != nil {
+		return err
 	}
 	if len(t.deps.State) > 0 {
 		cs.Extra = map[string][]byte{}
@@ -144,6 +167,9 @@ func writeModel(dir, sub string, params []*torch.Tensor, opt *torch.AdamW, sums 
 		return fmt.Errorf("%s: %w", sub, err)
 	}
 	sums[sub+"/"+modelFile] = sum
+	if opt == nil {
+		return nil // sharded optimizer state: written by the ranks (dist_ckpt.go)
+	}
 	m, v, _ := opt.State()
 	var moments []NamedTensor
 	for i := range m {
@@ -385,11 +411,21 @@ func (t *Trainer) LoadCheckpoint(dir string) error {
 	if cs.Version != checkpointVers {
 		return fmt.Errorf("starpo: load checkpoint: version %d, want %d", cs.Version, checkpointVers)
 	}
-	if err := readModel(filepath.Join(dir, "actor"), t.deps.Actor.Trainable(), t.actorOpt, cs.ActorOptim); err != nil {
+	man, err := readShardManifest(dir)
+	if err != nil {
+		return fmt.Errorf("starpo: load checkpoint: %w", err)
+	}
+	if err := readModel(filepath.Join(dir, "actor"), t.deps.Actor.Trainable(), man.optimizer("actor", t.actorOpt), cs.ActorOptim); err != nil {
+		return fmt.Errorf("starpo: load checkpoint actor: %w", err)
+	}
+	if err := man.load(dir, "actor", t.deps.Actor.Trainable(), t.actorOpt, cs.ActorOptim); err != nil {
 		return fmt.Errorf("starpo: load checkpoint actor: %w", err)
 	}
 	if t.deps.Critic != nil {
-		if err := readModel(filepath.Join(dir, "critic"), t.deps.Critic.Trainable(), t.criticOpt, cs.CriticOptim); err != nil {
+		if err := readModel(filepath.Join(dir, "critic"), t.deps.Critic.Trainable(), man.optimizer("critic", t.criticOpt), cs.CriticOptim); err != nil {
+			return fmt.Errorf("starpo: load checkpoint critic: %w", err)
+		}
+		if err := man.load(dir, "critic", t.deps.Critic.Trainable(), t.criticOpt, cs.CriticOptim); err != nil {
 			return fmt.Errorf("starpo: load checkpoint critic: %w", err)
 		}
 	}
@@ -419,6 +455,9 @@ func readModel(dir string, params []*torch.Tensor, opt *torch.AdamW, optStep int
 	}
 	if err := loadInto(filepath.Join(dir, modelFile), names, params); err != nil {
 		return err
+	}
+	if opt == nil {
+		return nil // sharded optimizer state (shardManifest.load)
 	}
 	m, v, _ := opt.State()
 	var onames []string

@@ -11,16 +11,21 @@ import (
 	"sort"
 
 	"ragen/dist"
+	"ragen/ragen"
 	"ragen/torch"
 )
 
 // EnableDataParallel makes t one rank of a data-parallel run over g; every
 // rank runs the same Fit. Results do not depend on the world size:
 //
-//   - each rank rolls out the same global batch (same seed, same weights;
-//     the ranks check after every rollout that their batches agree), so the
-//     filter, advantages, reward normalisation and collapse metrics see the
-//     whole batch;
+//   - the env groups of every rollout (training and validation) are split
+//     over the ranks (ragen.Shard: a group never spans ranks); each rank
+//     generates and steps only its own, the finished episodes are gathered,
+//     and every rank builds the same global batch (checked after every
+//     rollout), so the filter, advantages, reward normalisation, collapse
+//     metrics and logs see the whole batch. Each trajectory turn samples
+//     from its own stream (ragen.StreamSeed), so the batch does not depend
+//     on the world size;
 //   - the micro-batches of every mini-batch are split over the ranks,
 //     balanced by token count (upstream's balance_batch); each rank runs
 //     forward and backward on its share only;
@@ -29,9 +34,11 @@ import (
 //     rank keeps the AdamW moments of its 1/W shard of the parameters only;
 //   - the per-micro-batch metrics are gathered and reduced in the global
 //     micro-batch order, as one process would;
-//   - rank 0 alone logs, calls Deps.OnFilter and writes checkpoints, which
-//     hold the consolidated optimizer state, so a run resumes at any world
-//     size.
+//   - rank 0 alone logs and calls Deps.OnFilter; checkpoints are sharded:
+//     each rank writes the AdamW moments of its own shard, rank 0 the
+//     (replicated) parameters, the trainer state and a manifest (world
+//     size, shard layout, checksums), so a run resumes at any world size
+//     (dist_ckpt.go).
 //
 // Call it after NewTrainer and before Fit.
 func (t *Trainer) EnableDataParallel(g *dist.Group) error {
@@ -190,63 +197,15 @@ func (d *dataParallel) step(role string, opt *torch.AdamW, params []*torch.Tenso
 	return sh.Step(d.ctx, lr, clip)
 }
 
-// save runs f (the checkpoint writer) on rank 0 with the full optimizer
-// state gathered from the shards into fresh AdamWs (set through set), then
-// frees them again. Every rank must call it.
-func (t *Trainer) dpSave(f func() error) error {
-	d := t.dp
+// shard is this rank's share of a data-parallel rollout (nil in one
+// process): env groups split over the ranks, episodes gathered.
+func (d *dataParallel) shard() *ragen.Shard {
 	if d == nil {
-		return f()
+		return nil
 	}
-	var tmp []*torch.AdamW
-	defer func() {
-		for _, o := range tmp {
-			o.Close()
-		}
-	}()
-	for _, role := range []string{"actor", "critic"} {
-		sh := d.sharded[role]
-		if sh == nil {
-			continue
-		}
-		var params []*torch.Tensor
-		var dst **torch.AdamW
-		var cfg torch.AdamWConfig
-		switch role {
-		case "actor":
-			params, dst, cfg = t.deps.Actor.Trainable(), &t.actorOpt, adamw(t.cfg.ActorRolloutRef.Actor.Optim)
-		case "critic":
-			params, dst, cfg = t.deps.Critic.Trainable(), &t.criticOpt, adamw(t.cfg.Critic.Optim)
-		}
-		full, err := torch.NewAdamW(params, cfg)
-		if err != nil {
-			return err
-		}
-		tmp = append(tmp, full)
-		m, v, _ := full.State()
-		if err := sh.Consolidate(d.ctx, m, v); err != nil {
-			return err
-		}
-		full.SetStep(sh.StepCount())
-		*dst = full
-	}
-	var err error
-	if d.g.Rank() == 0 {
-		err = f()
-	}
-	// every rank waits for the checkpoint (or learns that it failed)
-	ok := 1.0
-	if err != nil {
-		ok = 0
-	}
-	all, gerr := d.g.AllGatherFloat64s(d.ctx, []float64{ok})
-	if gerr != nil {
-		return gerr
-	}
-	if err == nil && slices.Contains(all, 0) {
-		err = fmt.Errorf("starpo: rank 0 failed to write the checkpoint")
-	}
-	return err
+	return &ragen.Shard{Rank: d.g.Rank(), Size: d.g.Size(), AllGather: func(ctx context.Context, b []byte) ([][]byte, error) {
+		return d.g.AllGatherBytes(ctx, b)
+	}}
 }
 
 // checkRows verifies that every rank holds the same rollout batch (a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -20,7 +21,9 @@ import (
 
 	"ragen/dist"
 	"ragen/env"
+	"ragen/env/bandit"
 	"ragen/filter"
+	"ragen/llm/tokenizer"
 	"ragen/ragen"
 	"ragen/torch"
 )
@@ -109,7 +112,7 @@ func dpWorker() error {
 	// RAGEN_STARPO_DP_KILL=k: every rank fails its training rollout k+1,
 	// as a run killed after step k (its checkpoint written).
 	kill, _ := strconv.Atoi(os.Getenv("RAGEN_STARPO_DP_KILL"))
-	proxy, trains := banditProxy(tb, 2, 4, 2), 0
+	proxy, trains := seededBanditProxy(tb), 0
 	rollout := func(ctx context.Context, mode env.Mode, opt ragen.RolloutOptions) (*ragen.Batch, error) {
 		if mode == env.ModeTrain {
 			if trains++; kill > 0 && trains > kill {
@@ -160,6 +163,52 @@ func dpWorker() error {
 }
 
 var errKilled = errors.New("killed (test)")
+
+// seededBanditProxy is banditProxy(2 groups x 4, 2 val envs) whose policy
+// samples like a model: each answer (either arm, or no answer) is drawn
+// from the request's own stream (ragen.StreamSeed), so the data-parallel
+// runs below roll out identical batches only if every trajectory keeps its
+// stream whichever rank generates it.
+func seededBanditProxy(t testing.TB) *ragen.AgentProxy {
+	t.Helper()
+	tags, err := env.DefaultTags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ragen.DefaultConfig()
+	cfg.CustomEnvs = ragen.SpecsFromTags(tags)
+	cfg.ESManager.Train = ragen.EnvSetConfig{EnvGroups: 2, GroupSize: 4, EnvConfigs: ragen.EnvConfigs{Tags: []string{"Bandit"}, NGroups: []int{2}}}
+	cfg.ESManager.Val = ragen.EnvSetConfig{EnvGroups: 2, GroupSize: 1, EnvConfigs: ragen.EnvConfigs{Tags: []string{"Bandit"}, NGroups: []int{2}}}
+	cfg.AgentProxy.MaxTurn = 1
+	cfg.AgentProxy.MaxActionsPerTurn = 1
+	var next int64 // internal env seeds from 0 in every process (see banditProxy)
+	prov := ragen.ProviderFuncs{New: func(tag string, spec ragen.EnvSpec) (env.BaseEnv, error) {
+		next++
+		return bandit.NewWithInternalSeed(bandit.DefaultConfig(), next-1)
+	}}
+	script := func(envID, turn int, req ragen.GenRequest) (string, error) {
+		if !req.Seeded {
+			return "", fmt.Errorf("env %d: request without a sampling stream", envID)
+		}
+		m := armNames.FindStringSubmatch(req.Prompt)
+		if m == nil {
+			return "", fmt.Errorf("no arm names in prompt %q", req.Prompt)
+		}
+		switch k := rand.New(rand.NewPCG(req.Seed, 7)).IntN(5); k {
+		case 0:
+			return "thinking </think> no answer", nil
+		default:
+			arm := m[1+k%2]
+			return "pick " + arm + " </think><answer> " + arm + " </answer>", nil
+		}
+	}
+	a, err := ragen.NewAgentProxy(cfg, tokenizer.NewByte(), prov, &ragen.ScriptedPolicy{Func: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	return a
+}
 
 // runRanks runs the data-parallel worker on n ranks and returns rank 0's
 // result (none when kill > 0).
@@ -244,7 +293,7 @@ func oneProcess(t *testing.T, steps int) (*recLogger, *models) {
 	m := newModels(7)
 	t.Cleanup(m.Close)
 	log := &recLogger{}
-	tr := newTestTrainer(t, dpConfig(t.TempDir(), steps), m, banditProxy(t, 2, 4, 2), log)
+	tr := newTestTrainer(t, dpConfig(t.TempDir(), steps), m, seededBanditProxy(t), log)
 	_, err := tr.Fit(context.Background())
 	require.NoError(t, err)
 	return log, m
@@ -284,6 +333,40 @@ func TestDataParallelResumeAtOtherWorldSize(t *testing.T) {
 	require.NoError(t, err)
 	dir2 := t.TempDir()
 	runRanks(t, 2, 3, dir2, 1) // killed after step 1
+	// the checkpoint is sharded: one optimizer shard per rank and role,
+	// a manifest, everything checksummed
+	step1 := filepath.Join(dir2, "global_step_1")
+	require.NoError(t, VerifyCheckpoint(step1))
+	mb, err := os.ReadFile(filepath.Join(step1, ShardManifestFile))
+	require.NoError(t, err)
+	var man shardManifest
+	require.NoError(t, json.Unmarshal(mb, &man))
+	require.Equal(t, 2, man.WorldSize)
+	for _, role := range []string{"actor", "critic"} {
+		r := man.Roles[role]
+		require.NotNil(t, r, role)
+		require.Equal(t, []string{role + "/optim_shard_0_of_2.safetensors", role + "/optim_shard_1_of_2.safetensors"}, r.Files)
+		require.Equal(t, (r.Numel+1)/2, r.ShardElems)
+		require.NoFileExists(t, filepath.Join(step1, role, optimFile))
+		for _, f := range r.Files {
+			st, err := ReadSafetensors(filepath.Join(step1, f))
+			require.NoError(t, err)
+			require.Equal(t, []int64{r.ShardElems}, st["exp_avg"].Shape)
+		}
+	}
+	sums, err := os.ReadFile(filepath.Join(step1, ChecksumFile))
+	require.NoError(t, err)
+	require.Contains(t, string(sums), "actor/optim_shard_1_of_2.safetensors")
+	require.Contains(t, string(sums), ShardManifestFile)
+	// a damaged shard is caught before loading
+	bad := t.TempDir()
+	require.NoError(t, os.CopyFS(bad, os.DirFS(step1)))
+	sf := filepath.Join(bad, "critic", "optim_shard_1_of_2.safetensors")
+	fb, err := os.ReadFile(sf)
+	require.NoError(t, err)
+	fb[len(fb)-1] ^= 1
+	require.NoError(t, os.WriteFile(sf, fb, 0o644))
+	require.ErrorContains(t, VerifyCheckpoint(bad), "critic/optim_shard_1_of_2.safetensors")
 	// the same checkpoint twice: resumed by 3 ranks and by one process
 	dir3 := t.TempDir()
 	require.NoError(t, os.CopyFS(dir3, os.DirFS(dir2)))
@@ -296,7 +379,7 @@ func TestDataParallelResumeAtOtherWorldSize(t *testing.T) {
 	}
 	m1 := newModels(1234) // restored from the checkpoint
 	defer m1.Close()
-	tr := newTestTrainer(t, dpConfig(dir2, 3), m1, banditProxy(t, 2, 4, 2), &recLogger{})
+	tr := newTestTrainer(t, dpConfig(dir2, 3), m1, seededBanditProxy(t), &recLogger{})
 	_, err = tr.Fit(context.Background())
 	require.NoError(t, err)
 	got, err := params(m1.actor.Trainable())

@@ -107,7 +107,7 @@ func (t *Trainer) Validate(ctx context.Context) (map[string]float64, error) {
 	var rewards []float64
 	for i := 0; i < t.cfg.Trainer.ValidationSteps; i++ {
 		seed := t.cfg.Seed.Val
-		b, err := t.deps.Rollout(ctx, env.ModeVal, ragen.RolloutOptions{Seed: &seed})
+		b, err := t.deps.Rollout(ctx, env.ModeVal, ragen.RolloutOptions{Seed: &seed, Shard: t.dp.shard()})
 		if err != nil {
 			return nil, fmt.Errorf("starpo: validation rollout: %w", err)
 		}

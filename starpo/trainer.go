@@ -362,7 +362,7 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	seed := cfg.Seed.Train + t.st.SeedCounter
 	var batch *ragen.Batch
 	if err := tm.do("gen", func() (err error) {
-		batch, err = t.deps.Rollout(ctx, env.ModeTrain, ragen.RolloutOptions{Seed: &seed, Collapse: collapseOn})
+		batch, err = t.deps.Rollout(ctx, env.ModeTrain, ragen.RolloutOptions{Seed: &seed, Collapse: collapseOn, Shard: t.dp.shard()})
 		return err
 	}); err != nil {
 		return nil, "", fmt.Errorf("rollout: %w", err)
@@ -525,7 +525,7 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	}
 	// 19. checkpoint.
 	if sf := cfg.Trainer.SaveFreq; sf > 0 && (last || step%sf == 0) {
-		if err := tm.do("save_checkpoint", func() error { return t.dpSave(t.SaveCheckpoint) }); err != nil {
+		if err := tm.do("save_checkpoint", func() error { return t.dpSave() }); err != nil {
 			return nil, "", err
 		}
 	}
