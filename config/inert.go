@@ -41,8 +41,6 @@ var InertReasons = []InertReason{
 			"**.use_liger", "**.use_fused_kernels", "**.use_remove_padding", "**.ulysses_sequence_parallel_size"}},
 	{"checkpoint-contents", "checkpoints always hold model, optimizer and trainer state (exact resume); their contents are not selectable",
 		[]string{"trainer.checkpoint.**", "actor_rollout_ref.actor.checkpoint.**", "critic.checkpoint.**"}},
-	{"gradient-checkpointing", "activation recomputation needs the per-layer forward that llm does not have yet; activations are kept (memory estimate assumes so)",
-		[]string{"**.enable_gradient_checkpointing"}},
 	{"hdfs", "there is no HDFS client: checkpoints stay in trainer.default_local_dir",
 		[]string{"trainer.default_hdfs_dir", "trainer.del_local_ckpt_after_load"}},
 	{"data-files", "prompts come from the environment managers (es_manager), not from parquet prompt files or a reward model",
@@ -111,8 +109,6 @@ func InertKeys(t *Tree) []InertKey {
 		v, _ := t.Get(k)
 		ik := InertKey{Key: k, Value: v, Reason: r.Name}
 		if base != nil {
-			// gradient checkpointing is on in upstream's defaults and changes
-			// memory use: always named when on
 			same := false
 			if bv, err := base.Get(k); err == nil && equalValues(bv, v) {
 				same = true
@@ -128,7 +124,7 @@ func InertKeys(t *Tree) []InertKey {
 					}
 				}
 			}
-			if same && !(r.Name == "gradient-checkpointing" && v == true) {
+			if same {
 				ik.Default = true
 			}
 		}

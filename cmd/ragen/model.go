@@ -62,7 +62,17 @@ func modelOptions(t *config.Tree, deviceFlag string) (llm.Options, error) {
 			return opt, err
 		}
 	}
-	return opt, nil
+	var err error
+	opt.GradientCheckpointing, err = checkpointingKey(t, "actor_rollout_ref.model.enable_gradient_checkpointing")
+	return opt, err
+}
+
+// checkpointingKey reads an enable_gradient_checkpointing key (absent: off).
+func checkpointingKey(t *config.Tree, key string) (bool, error) {
+	if !t.Has(key) {
+		return false, nil
+	}
+	return t.Bool(key)
 }
 
 // loadModel loads model_path (a Hugging Face folder) with its tokenizer,

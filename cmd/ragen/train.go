@@ -405,7 +405,20 @@ func saveModel(dir string, m *llm.Model, tok tokenizer.Tokenizer) error {
 // writes it, or a causal LM whose trunk seeds a fresh value head, as
 // upstream's AutoModelForTokenClassification load does), else from the
 // actor's current weights.
+// Its trunk checkpoints activations per critic.model.enable_gradient_checkpointing.
 func loadCritic(t *config.Tree, actor *llm.Model, deviceFlag string) (*llm.Critic, error) {
+	on, err := checkpointingKey(t, "critic.model.enable_gradient_checkpointing")
+	if err != nil {
+		return nil, err
+	}
+	c, err := buildCritic(t, actor, deviceFlag)
+	if err == nil {
+		c.Trunk().SetGradientCheckpointing(on)
+	}
+	return c, err
+}
+
+func buildCritic(t *config.Tree, actor *llm.Model, deviceFlag string) (*llm.Critic, error) {
 	cp, mp := "", ""
 	if t.Has("critic.model.path") {
 		cp, _ = t.String("critic.model.path")
