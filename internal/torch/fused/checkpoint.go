@@ -16,6 +16,13 @@ import (
 // the additive float32 attention bias (B,1,1,T,T).
 func CheckpointLayer(s *torch.Scope, x *torch.Tensor, l *Layer, lora *[14]*torch.Tensor, loraScale float64,
 	sh Shape, cos, sin, bias *torch.Tensor) *torch.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	if l == nil || l.Ln1 == nil || l.QKV == nil || l.O == nil || l.Ln2 == nil || l.GateUp == nil || l.Down == nil {
+		s.Errorf("llm_ckpt_layer", "the layer lacks a required weight (Ln1, QKV, O, Ln2, GateUp or Down)")
+		return nil
+	}
 	if !ok(s, x, cos, sin, bias, l.Ln1, l.QKV, l.O, l.Ln2, l.GateUp, l.Down) {
 		return nil
 	}
