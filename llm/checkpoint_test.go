@@ -28,10 +28,11 @@ func gradsOf(t *testing.T, m *Model, ts []*torch.Tensor, seqs [][]int) ([][]floa
 		if g == nil {
 			continue
 		}
-		if out[i], err = torch.Data[float32](g); err != nil {
+		out[i] = s.Float32s(s.Cast(g, torch.Float32))
+		g.Free()
+		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}
-		g.Free()
 	}
 	if err := torch.ZeroGrad(ts); err != nil {
 		t.Fatal(err)
@@ -70,7 +71,8 @@ func compareGrads(t *testing.T, names []string, a, b [][]float32, tol float64) {
 // and without LoRA (frozen base), the loss and every trainable gradient with
 // activation checkpointing equal those of the plain Go forward (loss to
 // 1e-6 relative, gradients to 1e-5 of each tensor's largest entry); a
-// critic trunk likewise; no tensor handle is left behind.
+// bfloat16 model (to 1e-3 and 1e-2) and a critic trunk likewise; no tensor
+// handle is left behind.
 func TestCheckpointMatchesPlain(t *testing.T) {
 	start := torch.Live()
 	seqs := [][]int{{11, 22, 33, 44, 55, 66, 77, 88, 99, 5}, {200, 201, 202, 7, 8}}
@@ -123,6 +125,30 @@ func TestCheckpointMatchesPlain(t *testing.T) {
 			}
 		}
 	}
+	// bfloat16: the casts around the float32 norms, scores and softmax
+	t.Run("qwen3/bf16", func(t *testing.T) {
+		cfg, err := TinyConfigFor("qwen3", 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(cfg, Options{DType: torch.BFloat16, Device: torch.CPU, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ts := m.Trainable()
+		names := make([]string, len(ts))
+		for i := range ts {
+			names[i] = fmt.Sprint("bf16 trainable ", i, " ", ts[i].Shape())
+		}
+		plain, l0 := gradsOf(t, m, ts, seqs)
+		m.SetGradientCheckpointing(true)
+		ck, l1 := gradsOf(t, m, ts, seqs)
+		if math.Abs(float64(l0-l1)) > 1e-3*math.Abs(float64(l0)) {
+			t.Fatalf("bf16 loss %v without checkpointing, %v with", l0, l1)
+		}
+		compareGrads(t, names, plain, ck, 1e-2)
+	})
 	t.Run("critic", func(t *testing.T) {
 		m := familyModel(t, "qwen2", 6, true)
 		defer m.Close()
