@@ -130,8 +130,8 @@ func BenchmarkSmallOp(b *testing.B) {
 }
 
 // BenchmarkDeferredOp: an add of two 40,000-element tensors, big enough to
-// open an OpenMP region, so with the torch thread on it is handed to it
-// (the handoff cost), by caller kind.
+// open an OpenMP region; with RAGEN_TORCH_THREAD=all and the torch thread on
+// it is handed to it (the handoff cost), by caller kind.
 func BenchmarkDeferredOp(b *testing.B) {
 	s := torch.NewScope()
 	defer s.Close()

@@ -41,13 +41,15 @@
 //
 // Callers need not lock their goroutines to OS threads. The calls that do
 // most of the arithmetic (the fused forward, backward, optimizer steps and
-// gradient clipping, head log-probs, sampling, matmuls and linear layers)
-// run on one OS thread the package owns (the torch thread), with the
-// caller's grad mode, so all of them share one OpenMP team: an ordinary
-// goroutine trains as fast as a locked one (every OS thread that opens an
-// OpenMP region gets its own team, and idle teams spin against the busy
-// one). The handoff costs a few microseconds and is paid only by those
-// calls; small ops run on the caller's thread. Concurrent callers are
-// served one at a time. SetTorchThread(false), or RAGEN_TORCH_THREAD=0 in
-// the environment, runs everything on the caller's thread.
+// gradient clipping, head log-probs, sampling and linear layers) run on one
+// OS thread the package owns (the torch thread), with the caller's grad
+// mode, so they share one OpenMP team whatever goroutine calls (every OS
+// thread that opens an OpenMP region gets its own team, and idle teams spin
+// against the busy one). The handoff costs a few microseconds and is paid
+// only by those calls; other ops run on the caller's thread. Concurrent
+// callers are served one at a time. SetTorchThread(false), or
+// RAGEN_TORCH_THREAD=0 in the environment, runs everything on the caller's
+// thread; RAGEN_TORCH_THREAD=all also hands every op on >= 32,768 elements
+// to the torch thread (slower on the loaded test machine, see
+// internal/torch/csrc/worker.go).
 package torch

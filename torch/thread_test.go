@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"ragen/internal/torch/csrc"
 	"ragen/torch"
 )
 
@@ -91,6 +92,8 @@ func TestTorchThreadConcurrent(t *testing.T) {
 // grad mode follows the caller.
 func TestTorchThreadDeferredOps(t *testing.T) {
 	var ref []float32
+	prevDefer := csrc.SetDeferBigOps(true)
+	defer csrc.SetDeferBigOps(prevDefer)
 	for _, on := range []bool{false, true} {
 		prev := torch.SetTorchThread(on)
 		s := torch.NewScope()

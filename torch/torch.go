@@ -151,8 +151,8 @@ func SetNumThreads(n int) {
 
 // SetTorchThread turns the torch thread on (the default) or off and returns
 // the previous setting. On, the calls that do most of the arithmetic (the
-// fused forward, backward, optimizer steps, head log-probs, sampling,
-// matmuls) run on one OS thread the package owns, with the caller's grad
+// fused forward, backward, optimizer steps, head log-probs, sampling, linear
+// layers) run on one OS thread the package owns, with the caller's grad
 // mode, so every caller, locked to its OS thread or not, uses one OpenMP
 // team; off, they run on the caller's thread (see the package doc). The
 // environment variable RAGEN_TORCH_THREAD=0 turns it off at start-up.

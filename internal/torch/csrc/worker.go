@@ -24,15 +24,20 @@ import (
 //
 // So the calls that do most of the arithmetic run on one OS thread the
 // package owns, a goroutine locked to its thread for the life of the
-// process: always the fused forward, backward, optimizer steps and clipping,
-// head log-probs, sampling and linear layers (Heavy's callers), and every
-// element-wise, reduction, softmax, embedding, cat, to and copy op on at
-// least 32,768 elements (ATen's grain size, above which an op opens an
-// OpenMP region): the shim returns the tt_deferred sentinel for those
-// instead of running them off the torch thread, and the wrapper re-issues
-// them through Heavy. The handoff costs two goroutine switches (about 5-30
-// µs), paid only by ops big enough to be parallel; small ops run on the
-// caller's thread as before, for one size comparison in C.
+// process: the fused forward, backward, optimizer steps and clipping, head
+// log-probs, sampling and linear layers (Heavy's callers). The handoff
+// costs two goroutine switches (about 5-30 µs on an idle machine), paid only
+// by those calls; other ops run on the caller's thread as before.
+//
+// With RAGEN_TORCH_THREAD=all (or SetDeferBigOps(true)) the torch thread
+// also runs every element-wise, reduction, softmax, embedding, cat, to and
+// copy op on at least 32,768 elements (ATen's grain size, above which an op
+// opens an OpenMP region): the shim returns the tt_deferred sentinel for
+// those instead of running them off the torch thread, and the wrapper
+// re-issues them through Heavy. That puts every OpenMP region on one thread,
+// but costs a handoff per such op: on the loaded 2-core test machine the Go
+// training forward (hundreds of such ops per step) ran 10-15% slower with it
+// than without, so it is off by default.
 //
 // The caller's grad mode (thread-local in libtorch) is applied on the torch
 // thread for the call and restored after, so NoGrad and autograd recording
@@ -61,9 +66,30 @@ var (
 // It is static: never freed, never an error.
 var deferred = C.tt_deferred()
 
-var setMu sync.Mutex
+var (
+	setMu    sync.Mutex
+	deferBig atomic.Bool
+)
 
-func init() { SetTorchThread(os.Getenv("RAGEN_TORCH_THREAD") != "0") }
+func init() {
+	mode := os.Getenv("RAGEN_TORCH_THREAD")
+	deferBig.Store(mode == "all")
+	SetTorchThread(mode != "0")
+}
+
+// SetDeferBigOps makes the shim hand every op on >= 32,768 elements to the
+// torch thread (while it is on) and returns the previous setting.
+func SetDeferBigOps(on bool) bool {
+	setMu.Lock()
+	defer setMu.Unlock()
+	prev := deferBig.Swap(on)
+	if !on || !workerOn.Load() {
+		C.tt_worker_serving(0)
+	} else {
+		C.tt_worker_serving(1)
+	}
+	return prev
+}
 
 // SetTorchThread turns the torch thread on or off and returns the previous
 // setting. Off, Heavy runs f on the caller's thread and the shim runs every
@@ -76,7 +102,9 @@ func SetTorchThread(on bool) bool {
 	if on {
 		workerOnce.Do(startWorker)
 		workerOn.Store(true)
-		C.tt_worker_serving(1)
+		if deferBig.Load() {
+			C.tt_worker_serving(1)
+		}
 	} else {
 		C.tt_worker_serving(0)
 		workerOn.Store(false)
