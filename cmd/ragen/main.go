@@ -34,9 +34,9 @@ usage:
   ragen demo  [--out DIR] [--quick]
   ragen view  FILE.jsonl [--max N]
   ragen serve-envs [--addr 127.0.0.1:8111] [--token T] [--allow-dir DIR] [--max-envs N] [--idle-timeout 10m]
-  ragen dash  [--addr 127.0.0.1:8090] [--token T] [--model DIR] RUN_DIR...
   ragen plot  grad-analysis|reward-dist|reward-matrix FILE.jsonl... [--out DIR]
   ragen visualize FILE.jsonl [--addr 127.0.0.1:8000]
+  ragen dash  [--addr 127.0.0.1:8090] [--token T] [--model DIR] RUN_DIR...
   ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND ...
   ragen version
 
