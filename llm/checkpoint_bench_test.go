@@ -22,7 +22,8 @@ import (
 //
 //	go test ./llm -run '^$' -bench 'CheckpointStep/lora=false/ckpt=true' -benchtime 1x
 //
-// The vocabulary is 151,936 as the real model's (tied head); lora=true
+// The vocabulary is 151,936 as the real model's (tied head;
+// RAGEN_CKPT_BENCH_VOCAB overrides it); lora=true
 // trains rank-8 adapters on all linear layers (no embedding gradient).
 func BenchmarkCheckpointStep(b *testing.B) {
 	for _, lora := range []bool{false, true} {
@@ -33,7 +34,11 @@ func BenchmarkCheckpointStep(b *testing.B) {
 }
 
 func checkpointStep(b *testing.B, lora, ck bool) {
-	cfg := TinyConfig(151936)
+	vocab := 151936
+	if v, err := strconv.Atoi(os.Getenv("RAGEN_CKPT_BENCH_VOCAB")); err == nil && v > 0 {
+		vocab = v // a small vocabulary leaves the layers' time, which checkpointing changes
+	}
+	cfg := TinyConfig(vocab)
 	cfg.HiddenSize, cfg.IntermediateSize = 896, 4864
 	cfg.NumHiddenLayers, cfg.NumAttentionHeads, cfg.NumKeyValueHeads = 2, 14, 2
 	cfg.MaxPositionEmbeddings = 1024
