@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -236,7 +236,7 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 	if err != nil {
 		return nil, err
 	}
-	if rdir != "" && worldRank() == 0 { // trajectories and filter decisions for ragen dash (cmd/ragen/rollouts.go)
+	if rdir != "" && worldRank() == 0 { // trajectories and filter decisions for ragen dash (cli/rollouts.go)
 		x := &rolloutExport{dir: rdir, opt: ragen.ExportOptions{UpstreamSuccess: j.rc.Compat.JSONLSuccess}, fc: j.fc,
 			nextFn: func() int { return j.trainer.Step() + 1 }}
 		deps.Rollout, deps.OnFilter = x.wrap(deps.Rollout), x.onFilter

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -168,7 +168,7 @@ func TestRunScriptStartsOnTinyModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("one tiny Sokoban step")
 	}
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "testdata", "runs", "run_top_p_sweep.args"))
+	raw, err := os.ReadFile(filepath.Join("..", "config", "testdata", "runs", "run_top_p_sweep.args"))
 	require.NoError(t, err)
 	args := []string{"train"}
 	for _, l := range strings.Split(string(raw), "\n") {
@@ -257,8 +257,7 @@ func TestGradientAnalysisSeparateRollout(t *testing.T) {
 // starts `os.Executable() train ...` children).
 func TestMain(m *testing.M) {
 	if os.Getenv("RAGEN_TEST_AS_CLI") == "1" {
-		main()
-		os.Exit(0)
+		os.Exit(Main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
