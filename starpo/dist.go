@@ -12,6 +12,7 @@ import (
 
 	"ragen/dist"
 	"ragen/ragen"
+	"ragen/starpo/algo"
 	"ragen/torch"
 )
 
@@ -92,17 +93,24 @@ func (d *dataParallel) begin() {
 }
 
 // owned reports, for each micro-batch of one mini-batch, whether this rank
-// runs it: greedy by token count, largest first, onto the least loaded rank
-// (ties: the lower rank), so every rank computes the same assignment. In
-// one process every part is owned.
+// runs it (owners); in one process every part is owned.
 func (d *dataParallel) owned(parts [][]int, tokens func(int) int) []bool {
 	own := make([]bool, len(parts))
-	if d == nil {
-		for i := range own {
-			own[i] = true
-		}
-		return own
+	owners := d.owners(parts, tokens)
+	for i := range own {
+		own[i] = d == nil || owners[i] == d.g.Rank()
 	}
+	return own
+}
+
+// owners assigns each part (a list of rows) to a rank: greedy by token
+// count, largest first, onto the least loaded rank (ties: the lower rank),
+// so every rank computes the same assignment (nil in one process).
+func (d *dataParallel) owners(parts [][]int, tokens func(int) int) []int {
+	if d == nil {
+		return nil
+	}
+	owner := make([]int, len(parts))
 	cost := make([]int, len(parts))
 	for i, p := range parts {
 		for _, r := range p {
@@ -123,9 +131,71 @@ func (d *dataParallel) owned(parts [][]int, tokens func(int) int) []bool {
 			}
 		}
 		load[r] += cost[i] + 1 // +1: empty parts still spread
-		own[i] = r == d.g.Rank()
+		owner[i] = r
 	}
-	return own
+	return owner
+}
+
+// gatherRows completes outs (row-major (B, T) matrices) after each rank
+// filled the rows of its own parts: every rank sends its rows, in part
+// order, and copies the others' into place (no-op in one process).
+func (d *dataParallel) gatherRows(parts [][]int, owners []int, outs []*algo.Mat) error {
+	if d == nil || len(outs) == 0 {
+		return nil
+	}
+	rowsOf := func(q int) (n int) {
+		for k, p := range parts {
+			if owners[k] == q {
+				n += len(p)
+			}
+		}
+		return n
+	}
+	T := outs[0].T
+	var mine []float64
+	for _, m := range outs {
+		if m.T != T {
+			return fmt.Errorf("starpo: data parallel: gathered matrices of %d and %d columns", T, m.T)
+		}
+		for k, p := range parts {
+			if owners[k] == d.g.Rank() {
+				for _, i := range p {
+					mine = append(mine, m.Data[i*T:(i+1)*T]...)
+				}
+			}
+		}
+	}
+	all, err := d.g.AllGatherFloat64s(d.ctx, mine)
+	if err != nil {
+		return err
+	}
+	off := 0
+	for q := range d.g.Size() {
+		n := rowsOf(q) * T * len(outs)
+		if off+n > len(all) {
+			return fmt.Errorf("starpo: data parallel: rank %d sent fewer rows than it owns", q)
+		}
+		src := all[off : off+n]
+		off += n
+		if q == d.g.Rank() {
+			continue
+		}
+		j := 0
+		for _, m := range outs {
+			for k, p := range parts {
+				if owners[k] == q {
+					for _, i := range p {
+						copy(m.Data[i*T:(i+1)*T], src[j:j+T])
+						j += T
+					}
+				}
+			}
+		}
+	}
+	if off != len(all) {
+		return fmt.Errorf("starpo: data parallel: gathered %d values, expected %d", len(all), off)
+	}
+	return nil
 }
 
 // record keeps one micro-batch's metrics (or adds them directly in one

@@ -55,10 +55,19 @@ func (t *Trainer) logProbMicro() int {
 }
 
 // noGradPass runs f over the rows of r in micro-batches without autograd.
-func (t *Trainer) noGradPass(r *rows, f func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor)) error {
+func (t *Trainer) noGradPass(r *rows, outs []*algo.Mat, f func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor)) error {
 	micro := t.logProbMicro()
+	var parts [][]int
 	for lo := 0; lo < r.B; lo += micro {
-		idx := rowRange(lo, min(lo+micro, r.B))
+		parts = append(parts, rowRange(lo, min(lo+micro, r.B)))
+	}
+	// data parallel: each rank runs its share of the micro-batches, then
+	// the rows of outs are gathered (dist.go)
+	owners := t.dp.owners(parts, r.tokens)
+	for k, idx := range parts {
+		if t.dp != nil && owners[k] != t.dp.g.Rank() {
+			continue
+		}
 		if err := torch.NoGrad(func() error {
 			return withScope(func(s *torch.Scope) error {
 				ids, pos, attn := r.inputs(s, idx, t.dev)
@@ -69,7 +78,7 @@ func (t *Trainer) noGradPass(r *rows, f func(s *torch.Scope, idx []int, ids, pos
 			return err
 		}
 	}
-	return nil
+	return t.dp.gatherRows(parts, owners, outs)
 }
 
 // logProbsWith fills r.oldLogp (and r.entropy) from the actor.
@@ -80,7 +89,11 @@ func (t *Trainer) logProbsWith(r *rows, withEntropy bool) error {
 		r.entropy = algo.NewMat(r.B, T)
 	}
 	temp := t.cfg.ActorRolloutRef.Rollout.Temperature
-	err := t.noGradPass(r, func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor) {
+	outs := []*algo.Mat{&r.oldLogp}
+	if withEntropy {
+		outs = append(outs, &r.entropy)
+	}
+	err := t.noGradPass(r, outs, func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor) {
 		lp, h := t.deps.Actor.TokenLogProbs(s, ids, pos, attn, temp, withEntropy)
 		copyRows(s, r.oldLogp, idx, s.Narrow(lp, 1, 1, int64(T)))
 		if withEntropy {
@@ -116,7 +129,7 @@ func (t *Trainer) refLogProbs(b *rows, met map[string]float64) error {
 	T := b.T()
 	b.refLogp = algo.NewMat(b.B, T)
 	temp := t.cfg.ActorRolloutRef.Rollout.Temperature
-	if err := t.noGradPass(b, func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor) {
+	if err := t.noGradPass(b, []*algo.Mat{&b.refLogp}, func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor) {
 		lp, _ := t.deps.Ref.TokenLogProbs(s, ids, pos, attn, temp, false)
 		copyRows(s, b.refLogp, idx, s.Narrow(lp, 1, 1, int64(T)))
 	}); err != nil {
@@ -130,7 +143,7 @@ func (t *Trainer) refLogProbs(b *rows, met map[string]float64) error {
 func (t *Trainer) computeValues(b *rows) error {
 	T := b.T()
 	b.values = algo.NewMat(b.B, T)
-	if err := t.noGradPass(b, func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor) {
+	if err := t.noGradPass(b, []*algo.Mat{&b.values}, func(s *torch.Scope, idx []int, ids, pos, attn *torch.Tensor) {
 		v := t.deps.Critic.Values(s, ids, pos, attn)
 		copyRows(s, b.values, idx, s.Narrow(v, 1, 0, int64(T)))
 	}); err != nil {
