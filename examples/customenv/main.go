@@ -1,10 +1,12 @@
-// Customenv: a new multi-turn environment ("guess the number") registered
-// under its own env_type and configured from YAML, evaluated with two
-// policies that need no model: binary search and a fixed guess. The same
-// env trains like any other: hand the config to ragen.NewAgentProxy with a
-// model policy and to starpo.NewTrainer (see ../quickstart).
+// Customenv: a new multi-turn environment ("guess the number", package
+// guess) registered under its own env_type and configured from YAML,
+// evaluated with two policies that need no model: binary search and a
+// fixed guess. ragen-guess/ is the full ragen command line with the env
+// registered: `ragen train`/`eval` on an upstream-style experiment config
+// (conf/guess_number.yaml).
 //
 //	go run . [-config config.yaml]
+//	go run ./ragen-guess train --config-path conf --config-name guess_number
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	_ "example.com/ragen-examples/customenv/guess" // registers env_type guess_number
 	"ragen/llm/tokenizer"
 	"ragen/ragen"
 )

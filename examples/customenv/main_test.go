@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	_ "example.com/ragen-examples/customenv/guess"
+
+	"ragen/cli"
 	"ragen/env"
 )
 
@@ -59,5 +62,33 @@ func TestUnknownEnvType(t *testing.T) {
 	err = run(context.Background(), bad, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "guess_numbr") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The ragen command line with the env registered (what ragen-guess/ is):
+// `ragen eval` with the env's solver as the policy and a one-step `ragen
+// train` on the tiny model both read the new env_type from the
+// upstream-style config.
+func TestRagenCLIWithCustomEnv(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--config-path", "conf", "--config-name", "guess_number", "trainer.default_local_dir=" + dir}
+	if err := cli.Run(context.Background(), append([]string{"eval", "--policy", "oracle", "--out", filepath.Join(dir, "eval.jsonl")}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "eval.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "eval.jsonl"))
+	if err != nil || strings.Count(string(b), `"success": true`)+strings.Count(string(b), `"success":true`) != 4 {
+		t.Fatalf("the solver did not win all 4 episodes (%v):\n%s", err, b)
+	}
+	// One training step with two turns per episode keeps the byte-level
+	// prompts short.
+	if err := cli.Run(context.Background(), append([]string{"train", "trainer.total_training_steps=1", "agent_proxy.max_turn=2"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "metrics.jsonl")); err != nil {
+		entries, _ := os.ReadDir(dir)
+		t.Fatalf("%v (run folder holds %v)", err, entries)
 	}
 }

@@ -1,4 +1,6 @@
-package main
+// Package guess is a multi-turn "guess the number" environment, registered
+// as env_type guess_number.
+package guess
 
 import (
 	"context"
@@ -31,6 +33,7 @@ func (c GuessConfig) Validate() error {
 type Guess struct {
 	cfg    GuessConfig
 	target int
+	lo, hi int // the interval the feedback so far leaves
 	obs    string
 }
 
@@ -51,6 +54,7 @@ func NewGuess(m map[string]any) (env.BaseEnv, error) {
 func (g *Guess) Reset(_ context.Context, seed int64, _ env.Mode) (string, error) {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	g.target = 1 + r.IntN(g.cfg.Max)
+	g.lo, g.hi = 1, g.cfg.Max
 	g.obs = fmt.Sprintf("I am thinking of a whole number from 1 to %d. Guess it.", g.cfg.Max)
 	return g.obs, nil
 }
@@ -69,14 +73,29 @@ func (g *Guess) Step(_ context.Context, a env.Action) (env.StepResult, error) {
 	switch {
 	case n < g.target:
 		g.obs = fmt.Sprintf("%d is too low. Guess higher.", n)
+		g.lo = max(g.lo, n+1)
 	case n > g.target:
 		g.obs = fmt.Sprintf("%d is too high. Guess lower.", n)
+		g.hi = min(g.hi, n-1)
 	default:
 		g.obs = fmt.Sprintf("%d is right!", n)
 		return env.StepResult{Observation: g.obs, Reward: 1, RewardIsInt: true, Done: true,
 			Info: env.Info{"action_is_valid": true, "success": true}}, nil
 	}
 	return env.StepResult{Observation: g.obs, RewardIsInt: true, Info: env.Info{"action_is_valid": true, "success": false}}, nil
+}
+
+// OracleActions is the env's solver (the env.Oracle capability): the
+// middle of the interval left, which binary search guesses next. It makes
+// `ragen eval --policy oracle` and `ragen sft` demonstrations work.
+func (g *Guess) OracleActions(max int) ([]string, bool, error) {
+	if g.target == 0 {
+		return nil, false, errors.New("guess_number: OracleActions before Reset")
+	}
+	if max < 1 {
+		return nil, true, nil
+	}
+	return []string{strconv.Itoa((g.lo + g.hi) / 2)}, true, nil
 }
 
 // Render is the current observation.
