@@ -2,6 +2,10 @@ package torch
 
 import "ragen/internal/torch/csrc"
 
+// headKeepElems is the logit count up to which HeadLogProbs keeps log p for
+// the backward rather than recomputing it (a variable for the tests).
+var headKeepElems int64 = 1 << 27
+
 // KeyBias turns a (B,L) 0/1 attention mask into an additive float32 bias:
 // 0 where attended, the lowest float32 where masked.
 func (s *Scope) KeyBias(attn *Tensor) *Tensor {
@@ -92,12 +96,14 @@ func KeepFreedMemory(bytes int64) { csrc.LLMMallocTune(bytes) }
 // and with gradients they form one autograd node whose backward recomputes
 // each chunk's logits and applies the closed-form gradients (so training
 // keeps one float per token for the backward, not the logits and their
-// softmax). chunk < 1: all time steps at once.
+// softmax). When all the logits fit in 2^27 floats (512 MB) the node keeps
+// one float32 copy of log p instead, and the backward skips the recompute of
+// the head. chunk < 1: all time steps at once.
 func (s *Scope) HeadLogProbs(hidden, head, ids *Tensor, temperature float64, withEntropy bool, chunk int64) (logp, entropy *Tensor) {
 	if !s.ok(hidden, head, ids) {
 		return nil, nil
 	}
-	a, b, err := csrc.HeadLogProbsChunked(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk)
+	a, b, err := csrc.HeadLogProbsChunked(hidden.handle(), head.handle(), ids.handle(), temperature, withEntropy, chunk, headKeepElems)
 	if err != nil {
 		s.err = check(err)
 		return nil, nil

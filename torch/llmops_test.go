@@ -180,23 +180,35 @@ func TestLLMHeadLogProbsGrad(t *testing.T) {
 		}
 		return a, b
 	}
-	for _, mode := range []struct{ lp, ent bool }{{true, false}, {false, true}, {true, true}} {
+	defer func(k int64) { headKeepElems = k }(headKeepElems)
+	for _, keep := range []int64{0, 1 << 27} { // recompute in the backward, keep log p
+		headKeepElems = keep
+		for _, mode := range []struct{ lp, ent bool }{{true, false}, {false, true}, {true, true}} {
+			checkHeadGrads(t, grads, mode.lp, mode.ent, keep)
+		}
+	}
+	if err := base.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkHeadGrads(t *testing.T, grads func(chunked, useLP, useEnt bool, chunk int64) ([]float32, []float32), lp, ent bool, keep int64) {
+	t.Helper()
+	mode := struct{ lp, ent bool }{lp, ent}
+	{
 		wh, ww := grads(false, mode.lp, mode.ent, 0)
 		for _, chunk := range []int64{1, 2, 4, 0} {
 			gh, gw := grads(true, mode.lp, mode.ent, chunk)
 			for i := range wh {
 				if math.Abs(float64(wh[i]-gh[i])) > 1e-4 {
-					t.Fatalf("logp %v entropy %v chunk %d: dh[%d] %v, autograd %v", mode.lp, mode.ent, chunk, i, gh[i], wh[i])
+					t.Fatalf("keep %d logp %v entropy %v chunk %d: dh[%d] %v, autograd %v", keep, mode.lp, mode.ent, chunk, i, gh[i], wh[i])
 				}
 			}
 			for i := range ww {
 				if math.Abs(float64(ww[i]-gw[i])) > 1e-4 {
-					t.Fatalf("logp %v entropy %v chunk %d: dw[%d] %v, autograd %v", mode.lp, mode.ent, chunk, i, gw[i], ww[i])
+					t.Fatalf("keep %d logp %v entropy %v chunk %d: dw[%d] %v, autograd %v", keep, mode.lp, mode.ent, chunk, i, gw[i], ww[i])
 				}
 			}
 		}
-	}
-	if err := base.Err(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -696,12 +696,15 @@ func Version() string { return C.GoString(C.tt_version()) }
 // HeadLogProbsChunked returns the per-token log-probs (and, if withEntropy,
 // entropies; else NULL) of ids under softmax(hidden @ head^T / temperature)
 // as one autograd node whose forward and backward materialise the logits one
-// time chunk at a time (tt_head_logprobs_chunked). Runs on the torch thread.
-func HeadLogProbsChunked(hidden, head, ids Tensor, temperature float64, withEntropy bool, chunk int64) (logp, ent Tensor, err error) {
+// time chunk at a time (tt_head_logprobs_chunked); when all B*(T-1)*V
+// logits fit in keep floats it keeps log p for the backward instead of
+// recomputing. Runs on the torch thread.
+func HeadLogProbsChunked(hidden, head, ids Tensor, temperature float64, withEntropy bool, chunk, keep int64) (logp, ent Tensor, err error) {
 	var a, b C.tt_tensor
 	var e C.tt_err
 	Heavy(func() {
-		e = C.tt_head_logprobs_chunked(hidden.p, head.p, ids.p, C.double(temperature), b2i(withEntropy), C.int64_t(chunk), &a, &b)
+		e = C.tt_head_logprobs_chunked(hidden.p, head.p, ids.p, C.double(temperature), b2i(withEntropy), C.int64_t(chunk),
+			C.int64_t(keep), &a, &b)
 	})
 	return out2(e, a, b)
 }

@@ -158,9 +158,11 @@ tt_err tt_deferred(void);
  * entropies (else *ent = NULL), float32 (B,T). hidden (B,T,E), head (V,E),
  * ids (B,T) int64. The logits exist one time chunk (B,chunk,V) at a time in
  * the forward and, recomputed, in the backward: one autograd node that keeps
- * only its inputs (shim_head.cc). chunk < 1: all steps at once. */
+ * only its inputs (shim_head.cc), or, when B*(T-1)*V <= keep, its inputs and
+ * log p (float32) so that the backward needs no recompute. chunk < 1: all
+ * steps at once. */
 tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature,
-                                int with_entropy, int64_t chunk, tt_tensor* logp, tt_tensor* ent);
+                                int with_entropy, int64_t chunk, int64_t keep, tt_tensor* logp, tt_tensor* ent);
 int tt_cuda_available(void);
 int tt_cuda_device_count(void);
 const char* tt_version(void);

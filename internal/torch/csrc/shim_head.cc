@@ -10,7 +10,9 @@
 // recomputes each chunk's logits and applies the closed-form gradients
 //   d logp_t / dz = onehot(id) - p
 //   d H / dz      = -p * (log p + H)
-// so at most one chunk of (B, chunk, V) exists at a time in either pass
+// so at most one chunk of (B, chunk, V) exists at a time in either pass,
+// unless all the logits fit in `keep` floats: then the forward keeps log p
+// (one copy, not autograd's several) and the backward skips the recompute
 // (what veRL's entropy_from_logits_with_chunking and entropy_checkpointing
 // buy upstream, for the log-probs too).
 //
@@ -59,12 +61,16 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
   // hidden (B,T,E), w (V,E), ids (B,T) int64. Returns logp (B,T) and, when
   // with_ent, the entropy (B,T), both float32, 0 at t = 0.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& w,
-                               const at::Tensor& ids, double temp, bool with_ent, int64_t chunk) {
+                               const at::Tensor& ids, double temp, bool with_ent, int64_t chunk, int64_t keep) {
     const int64_t B = hidden.size(0), T = hidden.size(1);
     at::TensorOptions f = hidden.options().dtype(at::kFloat);
     at::Tensor lp = at::zeros({B, T}, f);
     at::Tensor en = with_ent ? at::zeros({B, T}, f) : at::Tensor();
+    const int64_t V = w.size(0);
     at::Tensor lse = at::empty({B, std::max<int64_t>(T - 1, 0)}, f);
+    // small enough: keep log p for the backward instead of recomputing the head
+    const bool keep_lp = T > 1 && B * (T - 1) * V <= keep;
+    at::Tensor saved = keep_lp ? at::empty({B, T - 1, V}, f) : at::Tensor();
     for (int64_t t0 = 0; t0 < T - 1; t0 += chunk) {
       const int64_t n = std::min(chunk, T - 1 - t0);
       at::Tensor z = chunk_logits(hidden, w, t0, n, temp);
@@ -72,13 +78,16 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
       lse.narrow(1, t0, n).copy_(l);
       at::Tensor tgt = z.gather(-1, ids.narrow(1, t0 + 1, n).unsqueeze(-1)).squeeze(-1);
       lp.narrow(1, t0 + 1, n).copy_(tgt.sub(l));
-      if (with_ent) {
+      if (with_ent || keep_lp) {
         at::Tensor ls = z.sub_(l.unsqueeze(-1));  // log p, in place of z
-        at::Tensor p = ls.exp();
-        en.narrow(1, t0 + 1, n).copy_(p.mul_(ls).sum({-1}, false).neg_());
+        if (keep_lp) saved.narrow(1, t0, n).copy_(ls);
+        if (with_ent) {
+          at::Tensor p = ls.exp();
+          en.narrow(1, t0 + 1, n).copy_(p.mul_(ls).sum({-1}, false).neg_());
+        }
       }
     }
-    ctx->save_for_backward({hidden, w, ids, lse});
+    ctx->save_for_backward({hidden, w, ids, lse, saved});
     ctx->saved_data["temp"] = temp;
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["ent"] = with_ent;
@@ -88,7 +97,7 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     variable_list s = ctx->get_saved_variables();
-    const at::Tensor &hidden = s[0], &w = s[1], &ids = s[2], &lse = s[3];
+    const at::Tensor &hidden = s[0], &w = s[1], &ids = s[2], &lse = s[3], &saved = s[4];
     const double temp = ctx->saved_data["temp"].toDouble();
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const bool with_ent = ctx->saved_data["ent"].toBool();
@@ -99,11 +108,13 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
     at::Tensor gh = need_h ? at::zeros_like(hidden) : at::Tensor();
     at::Tensor gw = need_w ? at::zeros({V, E}, w.options().dtype(at::kFloat)) : at::Tensor();
     if ((!g_lp.defined() && !g_en.defined()) || (!need_h && !need_w)) {
-      return {gh, gw.defined() ? gw.to(w.scalar_type()) : gw, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {gh, gw.defined() ? gw.to(w.scalar_type()) : gw, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+              at::Tensor()};
     }
     for (int64_t t0 = 0; t0 < T - 1; t0 += chunk) {
       const int64_t n = std::min(chunk, T - 1 - t0);
-      at::Tensor ls = chunk_logits(hidden, w, t0, n, temp).sub_(lse.narrow(1, t0, n).unsqueeze(-1));  // log p
+      at::Tensor ls = saved.defined() ? saved.narrow(1, t0, n).clone()
+                                      : chunk_logits(hidden, w, t0, n, temp).sub_(lse.narrow(1, t0, n).unsqueeze(-1));  // log p
       at::Tensor p = ls.exp();
       at::Tensor gz;  // d loss / d z, (B,n,V)
       if (g_lp.defined()) {
@@ -128,7 +139,7 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
       }
     }
     if (gw.defined() && gw.scalar_type() != w.scalar_type()) gw = gw.to(w.scalar_type());
-    return {gh, gw, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {gh, gw, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -151,7 +162,7 @@ tt_tensor counted(at::Tensor t) {
 extern "C" {
 
 tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature,
-                                int with_entropy, int64_t chunk, tt_tensor* logp, tt_tensor* ent) {
+                                int with_entropy, int64_t chunk, int64_t keep, tt_tensor* logp, tt_tensor* ent) {
   try {
     tt_get_num_threads();  // applies the process-wide thread count on this OS thread
     if (!hidden || !head || !ids) return head_err("missing input");
@@ -164,7 +175,7 @@ tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids,
     if (I.scalar_type() != at::kLong) return head_err("ids must be int64");
     if (!(temperature > 0)) return head_err("temperature must be > 0");
     if (chunk < 1) chunk = std::max<int64_t>(H.size(1), 1);
-    variable_list out = HeadLogProbs::apply(H, W, I, temperature, with_entropy != 0, chunk);
+    variable_list out = HeadLogProbs::apply(H, W, I, temperature, with_entropy != 0, chunk, keep);
     tt_tensor a = counted(out[0]);
     if (with_entropy) {
       try {
