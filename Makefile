@@ -12,7 +12,7 @@ TEST_PKGS := chromium chromium-driver python3 python3-yaml python3-numpy python3
 TEST_TIMEOUT ?= 20m
 # packages whose dependency graph does not reach libtorch: they must also
 # build and test with CGO_ENABLED=0, and run under the race detector.
-PURE_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v 'ragen/internal/torch' | cut -d' ' -f1)
+PURE_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v 'ragen/internal/torch\|ragen/internal/dist' | cut -d' ' -f1)
 
 .PHONY: all deps deps-bench deps-test build vet apicheck test test-pure test-race test-examples bench demo gpu-bundle clean
 
