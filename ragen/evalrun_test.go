@@ -140,14 +140,16 @@ type stuckEnv struct {
 
 func (e *stuckEnv) Close() error { <-e.release; return nil }
 
-// ctxEnv closes through CloseContext.
+// ctxEnv closes through CloseContext; it sends whether the context had a
+// deadline on saw (buffered) before it waits.
 type ctxEnv struct {
 	echoEnv
-	sawDeadline bool
+	saw chan bool
 }
 
 func (e *ctxEnv) CloseContext(ctx context.Context) error {
-	_, e.sawDeadline = ctx.Deadline()
+	_, ok := ctx.Deadline()
+	e.saw <- ok
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -156,12 +158,17 @@ func (e *ctxEnv) CloseContext(ctx context.Context) error {
 func TestCloseEnvsHonoursDeadline(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	envs := []env.BaseEnv{&stuckEnv{release: release}, &stuckEnv{release: release}, &echoEnv{}, &ctxEnv{}}
+	envs := []env.BaseEnv{&stuckEnv{release: release}, &stuckEnv{release: release}, &echoEnv{}, &ctxEnv{saw: make(chan bool, 1)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := CloseEnvs(ctx, envs)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "3 of 4 envs still closing")
-	assert.True(t, envs[3].(*ctxEnv).sawDeadline, "CloseContext got the deadline")
+	select {
+	case ok := <-envs[3].(*ctxEnv).saw:
+		assert.True(t, ok, "CloseContext got the deadline")
+	case <-time.After(10 * time.Second):
+		t.Fatal("CloseContext was not called")
+	}
 	require.NoError(t, CloseEnvs(context.Background(), []env.BaseEnv{&echoEnv{}, &echoEnv{}}))
 }
