@@ -1,7 +1,6 @@
 package countdown
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"ragen/env"
 	"ragen/env/countdown/parquet"
 )
 
@@ -100,36 +100,27 @@ func (r rawTask) task() (Task, error) {
 
 // ReadJSONLTasks reads one task object per non-blank line.
 func ReadJSONLTasks(r io.Reader, maxInstances int) ([]Task, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
 	var tasks []Task
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	enough := errors.New("enough tasks")
+	err := env.ForEachLine(r, 16<<20, func(b []byte) error {
 		if maxInstances > 0 && len(tasks) >= maxInstances {
-			break
+			return enough
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber()
 		var rt rawTask
 		if err := dec.Decode(&rt); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return err
 		}
 		if dec.More() {
-			return nil, fmt.Errorf("line %d: trailing data after the object", line)
+			return errors.New("trailing data after the object")
 		}
 		t, err := rt.task()
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
 		tasks = append(tasks, t)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", line+1, err)
+		return err
+	})
+	if err != nil && !errors.Is(err, enough) {
+		return nil, err
 	}
 	return tasks, nil
 }

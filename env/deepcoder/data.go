@@ -1,7 +1,6 @@
 package deepcoder
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"ragen/env"
 	"ragen/env/countdown/parquet"
 )
 
@@ -185,28 +185,18 @@ func funcName(raw json.RawMessage) (string, error) {
 
 // ReadJSONL reads one row per non-blank line.
 func ReadJSONL(r io.Reader) ([]Problem, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 256<<20)
 	var out []Problem
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err := env.ForEachLine(r, 256<<20, func(b []byte) error {
 		var row rawRow
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("deepcoder: line %d: %w", line, err)
+			return err
 		}
 		p, err := row.problem()
-		if err != nil {
-			return nil, fmt.Errorf("deepcoder: line %d: %w", line, err)
-		}
 		out = append(out, p)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("deepcoder: line %d: %w", line+1, err)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deepcoder: %w", err)
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package lean
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -142,27 +141,20 @@ func (r rawRecord) theorem() (Theorem, error) {
 // ReadJSONL reads records with formal_statement (and optionally
 // informal_statement or informal_prefix).
 func ReadJSONL(r io.Reader) ([]Theorem, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
 	var out []Theorem
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err := env.ForEachLine(r, 64<<20, func(b []byte) error {
 		var rec rawRecord
 		if err := json.Unmarshal(b, &rec); err != nil {
-			return nil, fmt.Errorf("lean: line %d: %w", line, err)
+			return err
 		}
 		t, err := rec.theorem()
-		if err != nil {
-			return nil, fmt.Errorf("lean: line %d: %w", line, err)
-		}
 		out = append(out, t)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lean: %w", err)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 func readParquet(r io.Reader) ([]Theorem, error) {

@@ -1,7 +1,6 @@
 package metamathqa
 
 import (
-	"bufio"
 	"bytes"
 	_ "embed"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"ragen/env"
 	"ragen/env/countdown/parquet"
 )
 
@@ -44,24 +44,14 @@ func Builtin() ([]Item, error) {
 
 // ReadJSONL reads one record per non-blank line.
 func ReadJSONL(r io.Reader) ([]Item, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
 	var items []Item
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err := env.ForEachLine(r, 64<<20, func(b []byte) error {
 		it, err := decodeItem(b)
-		if err != nil {
-			return nil, fmt.Errorf("metamathqa: line %d: %w", line, err)
-		}
 		items = append(items, it)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("metamathqa: line %d: %w", line+1, err)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("metamathqa: %w", err)
 	}
 	return items, nil
 }

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -267,16 +266,8 @@ func (x *BM25) Retrieve(ctx context.Context, q string, k int) ([]Doc, error) {
 // or number) and "contents" (upstream's Wikipedia dump layout) or
 // "content"/"text", optionally "title".
 func ReadCorpus(r io.Reader) ([]Doc, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
 	var docs []Doc
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	err := env.ForEachLine(r, 64<<20, func(b []byte) error {
 		var row struct {
 			ID       json.RawMessage `json:"id"`
 			Contents *string         `json:"contents"`
@@ -285,7 +276,7 @@ func ReadCorpus(r io.Reader) ([]Doc, error) {
 			Title    string          `json:"title"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("search: corpus line %d: %w", line, err)
+			return err
 		}
 		d := Doc{ID: strings.Trim(string(row.ID), `"`)}
 		switch {
@@ -299,15 +290,16 @@ func ReadCorpus(r io.Reader) ([]Doc, error) {
 				d.Content = row.Title + "\n" + d.Content
 			}
 		default:
-			return nil, fmt.Errorf("search: corpus line %d: no contents, content or text field", line)
+			return errors.New("no contents, content or text field")
 		}
 		if d.ID == "" || d.ID == "null" {
 			d.ID = fmt.Sprint(len(docs))
 		}
 		docs = append(docs, d)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("search: corpus line %d: %w", line+1, err)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search: corpus %w", err)
 	}
 	return docs, nil
 }
