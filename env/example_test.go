@@ -1,7 +1,9 @@
 package env_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"ragen/env"
 )
@@ -54,4 +56,23 @@ func ExampleDefaultTags() {
 	// Output:
 	// sokoban 10 120 grid_coord
 	// true
+}
+
+// ForEachLine reads a JSONL dataset: blank lines are skipped, and an error
+// names its line.
+func ExampleForEachLine() {
+	data := "{\"q\": \"2+2\"}\n\n{\"q\": \"3*3\"}\nnot json\n"
+	err := env.ForEachLine(strings.NewReader(data), 1<<20, func(b []byte) error {
+		var row struct{ Q string }
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		fmt.Println(row.Q)
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// 2+2
+	// 3*3
+	// line 4: invalid character 'o' in literal null (expecting 'u')
 }

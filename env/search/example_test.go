@@ -3,32 +3,23 @@ package search_test
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"ragen/env"
 	"ragen/env/search"
 )
 
-// The SearchQA env with its defaults: the embedded question set and BM25
-// over the embedded corpus, no server.
-func Example() {
-	e, err := search.FromEnvConfig(map[string]any{"max_search_results": 1})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ctx := context.Background()
-	obs, _ := e.Reset(ctx, 0, env.ModeVal)
-	fmt.Println(obs)
-	e.Step(ctx, env.Action{Text: "search[capital of Austria]"})
-	fmt.Println(strings.Join(strings.SplitN(e.Render(), "\n", 4)[:3], "\n"))
-	r, _ := e.Step(ctx, env.Action{Text: "finish[Vienna]"})
-	fmt.Println(e.Render(), r.Done)
+// BM25 retrieval over a small corpus, and the answer score: an exact match
+// earns the full reward, a partial one its token F1.
+func ExampleBM25() {
+	idx := search.NewBM25([]search.Doc{
+		{ID: "1", Content: "Paris is the capital of France."},
+		{ID: "2", Content: "Berlin is the capital of Germany."},
+		{ID: "3", Content: "The Seine flows through Paris."},
+	})
+	docs, _ := idx.Retrieve(context.Background(), "capital of Germany", 1)
+	fmt.Println(docs[0].ID)
+	r, exact := search.Score("berlin", []string{"Berlin"}, 1, 0, 0.5)
+	fmt.Println(r, exact)
 	// Output:
-	// Question: Which city is the capital of Austria?
-	// Available actions: search[<query>], finish[<answer>]
-	// Search results for 'capital of Austria':
-	// [Document 1] (ID: vienna, Score: 4.755)
-	// Vienna
-	// Your answer: Vienna. Reward: 1.00 true
+	// 2
+	// 1 true
 }
