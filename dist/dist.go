@@ -362,15 +362,11 @@ func (g *Group) AllGather(ctx context.Context, outs []*torch.Tensor, in *torch.T
 // elements) with rank r's shard.
 func (g *Group) AllGatherFlat(ctx context.Context, flat, shard *torch.Tensor) error {
 	return g.run(ctx, "allgather_flat", []any{flat, shard}, func(to time.Duration) error {
-		f, err := handle(flat)
+		hs, err := handles([]*torch.Tensor{flat, shard})
 		if err != nil {
 			return err
 		}
-		s, err := handle(shard)
-		if err != nil {
-			return err
-		}
-		return g.pg.AllGatherFlat(f, s, to)
+		return g.pg.AllGatherFlat(hs[0], hs[1], to)
 	})
 }
 
@@ -382,30 +378,22 @@ func (g *Group) ReduceScatter(ctx context.Context, op ReduceOp, out, in *torch.T
 		return err
 	}
 	return g.run(ctx, "reduce_scatter", []any{out, in}, func(to time.Duration) error {
-		ho, err := handle(out)
+		hs, err := handles([]*torch.Tensor{out, in})
 		if err != nil {
 			return err
 		}
-		hi, err := handle(in)
-		if err != nil {
-			return err
-		}
-		return g.pg.ReduceScatter(ho, hi, o, g.rs, to)
+		return g.pg.ReduceScatter(hs[0], hs[1], o, g.rs, to)
 	})
 }
 
 // AllToAll sends chunk j of in to rank j; chunk j of out comes from rank j.
 func (g *Group) AllToAll(ctx context.Context, out, in *torch.Tensor) error {
 	return g.run(ctx, "alltoall", []any{out, in}, func(to time.Duration) error {
-		ho, err := handle(out)
+		hs, err := handles([]*torch.Tensor{out, in})
 		if err != nil {
 			return err
 		}
-		hi, err := handle(in)
-		if err != nil {
-			return err
-		}
-		return g.pg.AllToAll(ho, hi, to)
+		return g.pg.AllToAll(hs[0], hs[1], to)
 	})
 }
 
