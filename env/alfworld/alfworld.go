@@ -54,11 +54,7 @@ func init() {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*httpenv.Client, error) {
-	cfg := DefaultConfig()
-	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
-		return nil, fmt.Errorf("alfworld: %w", err)
-	}
-	return New(cfg)
+	return env.FromConfig("alfworld", DefaultConfig(), envConfig, New)
 }
 
 // New connects to the bridge and creates a remote alfworld env there.

@@ -115,11 +115,7 @@ func init() {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
-	cfg := DefaultConfig()
-	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
-		return nil, fmt.Errorf("deepcoder: %w", err)
-	}
-	return New(cfg)
+	return env.FromConfig("deepcoder", DefaultConfig(), envConfig, New)
 }
 
 // New loads the dataset and checks that the sandbox works here (the

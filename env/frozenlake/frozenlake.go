@@ -109,11 +109,7 @@ type Env struct {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
-	cfg := DefaultConfig()
-	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
-		return nil, fmt.Errorf("frozenlake: %w", err)
-	}
-	return New(cfg)
+	return env.FromConfig("frozenlake", DefaultConfig(), envConfig, New)
 }
 
 // New builds an env from a config.

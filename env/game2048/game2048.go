@@ -100,11 +100,7 @@ func init() {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
-	cfg := DefaultConfig()
-	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
-		return nil, fmt.Errorf("game_2048: %w", err)
-	}
-	return New(cfg)
+	return env.FromConfig("game_2048", DefaultConfig(), envConfig, New)
 }
 
 // New builds an env seeded like upstream on every reset.

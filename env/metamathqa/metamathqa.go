@@ -103,11 +103,7 @@ func init() {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
-	cfg := DefaultConfig()
-	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
-		return nil, fmt.Errorf("metamathqa: %w", err)
-	}
-	return New(cfg)
+	return env.FromConfig("metamathqa", DefaultConfig(), envConfig, New)
 }
 
 // New builds the env over the dataset cfg resolves to.

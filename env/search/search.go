@@ -255,11 +255,7 @@ func init() {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
-	cfg := DefaultConfig()
-	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
-		return nil, fmt.Errorf("search: %w", err)
-	}
-	return New(cfg)
+	return env.FromConfig("search", DefaultConfig(), envConfig, New)
 }
 
 var (
