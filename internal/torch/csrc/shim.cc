@@ -135,10 +135,12 @@ static tt_err dup_err(const char* op, const char* msg) {
   return s;
 }
 
-static tt_tensor wrap(at::Tensor t) {
+tt_tensor_s* tt_counted(at::Tensor t) {
   g_live.fetch_add(1, std::memory_order_relaxed);
   return new tt_tensor_s{std::move(t)};
 }
+
+static tt_tensor wrap(at::Tensor t) { return tt_counted(std::move(t)); }
 
 struct tt_gen_s {
   at::Generator g;

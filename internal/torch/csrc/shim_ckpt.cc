@@ -192,18 +192,6 @@ struct CkptLayer : public torch::autograd::Function<CkptLayer> {
   }
 };
 
-// counted returns a handle counted by tt_live (as shim_head.cc's).
-tt_tensor counted(at::Tensor t) {
-  tt_tensor h = nullptr;
-  tt_err e = tt_full(nullptr, 0, 0.0, TT_F32, TT_CPU, &h);
-  if (e) {
-    std::string m(e);
-    free(e);
-    throw std::runtime_error(m);
-  }
-  h->t = std::move(t);
-  return h;
-}
 
 }  // namespace
 
@@ -249,7 +237,7 @@ tt_err tt_llm_ckpt_layer(tt_tensor x, const tt_tensor* w, const tt_tensor* lora,
     }
     at::Tensor y = CkptLayer::apply(X, cos->t, sin->t, bias->t, at::TensorList(ps), mask, lora_scale,
                                     (int64_t)n_heads, (int64_t)n_kv, (int64_t)head_dim, eps);
-    *out = counted(std::move(y));
+    *out = tt_counted(std::move(y));
     return nullptr;
   } catch (const c10::Error& e) {
     return ckpt_err(e.what_without_backtrace());

@@ -143,19 +143,6 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
   }
 };
 
-// counted returns a handle counted by tt_live (tt_full counts it; it then
-// holds t instead of the placeholder scalar).
-tt_tensor counted(at::Tensor t) {
-  tt_tensor h = nullptr;
-  tt_err e = tt_full(nullptr, 0, 0.0, TT_F32, TT_CPU, &h);
-  if (e) {
-    std::string m(e);
-    free(e);
-    throw std::runtime_error(m);
-  }
-  h->t = std::move(t);
-  return h;
-}
 
 }  // namespace
 
@@ -176,10 +163,10 @@ tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids,
     if (!(temperature > 0)) return head_err("temperature must be > 0");
     if (chunk < 1) chunk = std::max<int64_t>(H.size(1), 1);
     variable_list out = HeadLogProbs::apply(H, W, I, temperature, with_entropy != 0, chunk, keep);
-    tt_tensor a = counted(out[0]);
+    tt_tensor a = tt_counted(out[0]);
     if (with_entropy) {
       try {
-        *ent = counted(out[1]);
+        *ent = tt_counted(out[1]);
       } catch (...) {
         tt_free(a);
         throw;

@@ -62,19 +62,7 @@ tt_err llm_err(const char* op, const char* msg) {
   return s;
 }
 
-// wrap returns a handle counted by tt_live: the handle comes from tt_full
-// (which counts it) and then holds t instead of the placeholder scalar.
-tt_tensor wrap(at::Tensor t) {
-  tt_tensor h = nullptr;
-  tt_err e = tt_full(nullptr, 0, 0.0, TT_F32, TT_CPU, &h);
-  if (e) {
-    std::string m(e);
-    free(e);
-    throw std::runtime_error(m);
-  }
-  h->t = std::move(t);
-  return h;
-}
+tt_tensor wrap(at::Tensor t) { return tt_counted(std::move(t)); }
 
 at::ScalarType st_of(int d) {
   switch (d) {

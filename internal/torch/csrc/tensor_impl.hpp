@@ -7,3 +7,7 @@
 struct tt_tensor_s {
   at::Tensor t;
 };
+
+// tt_counted returns a new handle holding t, counted by tt_live (defined in
+// shim.cc; every shim file makes its handles with it).
+tt_tensor_s* tt_counted(at::Tensor t);
