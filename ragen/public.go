@@ -42,6 +42,12 @@ func ParseResponse(text string, opt ParseOptions) (response string, actions []st
 // upstream it works in float32, and a group of one member or of near-equal
 // scores (std ≤ 1e-6) becomes zeros under mean_std and asym_clip.
 func NormalizeRewards(scores []float64, groupIDs []int, tags []string, cfg RewardNormalizationConfig) ([]float64, error) {
+	switch {
+	case cfg.Grouping == "state" && len(groupIDs) != len(scores):
+		return nil, fmt.Errorf("ragen: NormalizeRewards: grouping state needs %d group ids, got %d", len(scores), len(groupIDs))
+	case cfg.Grouping == "inductive" && len(tags) != len(scores):
+		return nil, fmt.Errorf("ragen: NormalizeRewards: grouping inductive needs %d tags, got %d", len(scores), len(tags))
+	}
 	outs := make([]*EnvOutput, len(scores))
 	x := make([]float32, len(scores))
 	for i, s := range scores {
@@ -49,16 +55,10 @@ func NormalizeRewards(scores []float64, groupIDs []int, tags []string, cfg Rewar
 			return nil, fmt.Errorf("ragen: NormalizeRewards: score %d is %v", i, s)
 		}
 		o := &EnvOutput{}
-		switch {
-		case cfg.Grouping == "state" && len(groupIDs) != len(scores):
-			return nil, fmt.Errorf("ragen: NormalizeRewards: grouping state needs %d group ids, got %d", len(scores), len(groupIDs))
-		case cfg.Grouping == "inductive" && len(tags) != len(scores):
-			return nil, fmt.Errorf("ragen: NormalizeRewards: grouping inductive needs %d tags, got %d", len(scores), len(tags))
-		}
-		if groupIDs != nil && i < len(groupIDs) {
+		if i < len(groupIDs) {
 			o.GroupID = groupIDs[i]
 		}
-		if tags != nil && i < len(tags) {
+		if i < len(tags) {
 			o.Tag = tags[i]
 		}
 		outs[i], x[i] = o, float32(s)

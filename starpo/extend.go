@@ -48,9 +48,6 @@ type ActorLossFunc func(s *torch.Scope, in ActorLossInput, cfg algo.ActorLossCon
 // DefaultActorLoss is RAGEN's objective (ActorLoss), with the per-token
 // policy loss weighted by in.RolloutISWeights when they are given.
 func DefaultActorLoss(s *torch.Scope, in ActorLossInput, cfg algo.ActorLossConfig) (*torch.Tensor, MetricTensors) {
-	if in.RolloutISWeights == nil {
-		return ActorLoss(s, in.LogProbs, in.Entropy, in.OldLogProbs, in.RefLogProbs, in.Advantages, in.Mask, cfg)
-	}
 	return actorLoss(s, in, cfg)
 }
 
