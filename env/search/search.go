@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	_ "embed"
@@ -135,33 +134,33 @@ func truths(raw json.RawMessage) ([]string, error) {
 // ReadQuestions reads JSONL rows with "question" and "ground_truth"
 // (string or list); limit > 0 keeps the first limit rows.
 func ReadQuestions(r io.Reader, limit int) ([]Question, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
 	var out []Question
-	line := 0
-	for sc.Scan() && (limit <= 0 || len(out) < limit) {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
+	enough := errors.New("enough questions")
+	err := env.ForEachLine(r, 64<<20, func(b []byte) error {
+		if limit > 0 && len(out) >= limit {
+			return enough
 		}
 		var row struct {
 			Question    *string         `json:"question"`
 			GroundTruth json.RawMessage `json:"ground_truth"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
-			return nil, fmt.Errorf("search: line %d: %w", line, err)
+			return err
 		}
 		if row.Question == nil {
-			return nil, fmt.Errorf("search: line %d: missing \"question\"", line)
+			return errors.New(`missing "question"`)
 		}
 		gt, err := truths(row.GroundTruth)
 		if err != nil {
-			return nil, fmt.Errorf("search: line %d: %w", line, err)
+			return err
 		}
 		out = append(out, Question{Question: *row.Question, GroundTruth: gt})
+		return nil
+	})
+	if err != nil && !errors.Is(err, enough) {
+		return nil, fmt.Errorf("search: %w", err)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // ReadParquetQuestions reads a parquet file with a question column and a
