@@ -15,7 +15,7 @@ PYTHON=${PYTHON:-python3}
 CXX=${CXX:-g++}
 mkdir -p "$out"
 
-flags=(-std=c++17 -O2 -fPIC -shared -Wno-deprecated-declarations -Wno-unused-parameter)
+flags=(-std=c++17 -O2 -fPIC -fopenmp -shared -Wno-deprecated-declarations -Wno-unused-parameter)
 libs=()
 info=""
 if [[ ${TORCH:-} != system ]] && info=$("$PYTHON" - <<'PY' 2>/dev/null
@@ -32,6 +32,10 @@ PY
 	echo "build-shim: PyTorch $(sed -n 4p <<<"$info") at $T (cxx11 abi $abi, cuda $cuda)" >&2
 	flags+=(-isystem "$T/include" -isystem "$T/include/torch/csrc/api/include" "-D_GLIBCXX_USE_CXX11_ABI=$abi")
 	libs+=(-L"$T/lib" -Wl,-rpath,"$T/lib")
+	# the OpenMP runtime the wheel's libtorch uses (see gen-torch-pc.sh); it
+	# comes before the -lgomp that -fopenmp appends, which --as-needed drops
+	gomp=$(ls "$T"/lib/libgomp-*.so* 2>/dev/null | head -n1 || true)
+	[[ -n $gomp ]] && libs+=(-Wl,--as-needed "$gomp")
 	if [[ $cuda == 1 ]]; then
 		flags+=(-DRAGEN_WITH_CUDA)
 		# a wheel's CUDA headers (cuda_runtime_api.h) live under site-packages/nvidia/*/include

@@ -15,11 +15,16 @@ else
 fi
 libdir=$T/lib
 [[ -e $libdir/libtorch.so ]] || libdir=/usr/lib/x86_64-linux-gnu
+# The shim's at::parallel_for is inlined OpenMP (ATen/ParallelOpenMP.h): link
+# the OpenMP runtime libtorch itself uses (a pip wheel bundles its own
+# libgomp-<hash>.so.1; two runtimes in one process would oversubscribe).
+gomp=$(ls "$libdir"/libgomp-*.so* 2>/dev/null | head -n1 || true)
+omp=${gomp:--fopenmp}
 cat >"$dir/ragen-torch.pc" <<PC
 Name: ragen-torch
 Description: libtorch for ragen (from $T)
 Version: 1
 Cflags: $inc -D_GLIBCXX_USE_CXX11_ABI=$abi
-Libs: -L$libdir -Wl,-rpath,$libdir -ltorch -ltorch_cpu -lc10
+Libs: -L$libdir -Wl,-rpath,$libdir -ltorch -ltorch_cpu -lc10 $omp
 PC
 echo "gen-torch-pc: wrote $dir/ragen-torch.pc" >&2

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"ragen/bench"
@@ -24,15 +25,16 @@ func main() {
 	warmup := flag.Int("warmup", 2, "warm-up steps")
 	runs := flag.Int("runs", 5, "timed steps (minimum is reported)")
 	dir := flag.String("dir", "bench", "directory holding the peer scripts")
+	only := flag.String("only", "", "run only the comparisons whose name contains this text (skips the training-step workloads)")
 	flag.BoolVar(&keepFreed, "keep-freed", true, "keep freed tensor memory for reuse (torch.KeepFreedMemory), as the ragen CLI does")
 	flag.Parse()
-	if err := run(*threads, *warmup, *runs, *dir); err != nil {
+	if err := run(*threads, *warmup, *runs, *dir, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
 		os.Exit(1)
 	}
 }
 
-func run(threads, warmup, runs int, dir string) error {
+func run(threads, warmup, runs int, dir, only string) error {
 	torch.SetNumThreads(threads)
 	if keepFreed {
 		torch.KeepFreedMemory(1 << 30) // as the ragen CLI does
@@ -43,6 +45,9 @@ func run(threads, warmup, runs int, dir string) error {
 	}
 	fmt.Printf("threads=%d  fp32 matmul peak (2048^2): %.1f GFLOP/s\n\n", threads, peak/1e9)
 
+	if only != "" {
+		return comparisons(only, bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak})
+	}
 	peer := map[string]any{}
 	if err := bench.RunPeer(dir, "torch_peer.py", &peer, strconv.Itoa(threads), strconv.Itoa(warmup), strconv.Itoa(runs)); err != nil {
 		return err
@@ -63,11 +68,24 @@ func run(threads, warmup, runs int, dir string) error {
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.2fx\t%.0f%%\t\n", w.Name, d.Seconds()*1e3, p*1e3, p/d.Seconds(), 100*w.FLOPs/d.Seconds()/peak)
 	}
 	tw.Flush()
+	return comparisons("", bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak})
+}
+
+// comparisons runs the registered comparisons whose name contains only.
+func comparisons(only string, cfg bench.RunConfig) error {
+	n := 0
 	for _, c := range bench.Comparisons() {
+		if !strings.Contains(c.Name, only) {
+			continue
+		}
+		n++
 		fmt.Printf("\n== %s ==\n", c.Name)
-		if err := c.Run(bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak}, os.Stdout); err != nil {
+		if err := c.Run(cfg, os.Stdout); err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
 		}
+	}
+	if n == 0 {
+		return fmt.Errorf("-only %q matches no comparison", only)
 	}
 	return nil
 }

@@ -25,6 +25,6 @@
 package csrc
 
 /*
-#cgo CXXFLAGS: -std=c++17 -g0 -O1 -fPIC -Wno-deprecated-declarations
+#cgo CXXFLAGS: -std=c++17 -g0 -O1 -fPIC -fopenmp -Wno-deprecated-declarations
 */
 import "C"

@@ -3,6 +3,6 @@
 package csrc
 
 /*
-#cgo LDFLAGS: -ltorch -ltorch_cpu -lc10
+#cgo LDFLAGS: -ltorch -ltorch_cpu -lc10 -fopenmp
 */
 import "C"
