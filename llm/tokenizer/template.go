@@ -42,7 +42,15 @@ func ParseTemplate(src string) (t *Template, err error) {
 			t, err = nil, &TemplateError{Msg: fmt.Sprintf("internal error while parsing: %v", r)}
 		}
 	}()
-	jt, err := jinja.Compile(sentinel + leadingBlockIndent(rewriteTojson(normalizeSource(src))))
+	// The source is compiled once as written, so that syntax errors name
+	// the user's lines, columns and tokens (the engine's call-argument
+	// parser would accept "{{ a ; b }}" once wrapped in __ragen_str( )),
+	// and then with Python's str() put in (template_str.go).
+	norm := leadingBlockIndent(rewriteTojson(normalizeSource(src)))
+	if _, err := jinja.Compile(sentinel + norm); err != nil {
+		return nil, &TemplateError{Msg: err.Error()}
+	}
+	jt, err := jinja.Compile(sentinel + rewritePyStr(norm))
 	if err != nil {
 		return nil, &TemplateError{Msg: err.Error()}
 	}
@@ -167,9 +175,12 @@ func (t *Template) Render(vars map[string]any) (s string, err error) {
 			s, err = "", &TemplateError{Msg: fmt.Sprintf("internal error while rendering: %v", r)}
 		}
 	}()
-	data := make(map[string]jinja.Value, len(vars)+1)
+	data := make(map[string]jinja.Value, len(vars)+2+len(pyStrFns))
 	data["range"] = rangeFn
 	data[jsonDumpsName] = jsonDumps
+	for k, f := range pyStrFns {
+		data[k] = f
+	}
 	for k, v := range vars {
 		jv, err := toJinja(v)
 		if err != nil {

@@ -127,6 +127,18 @@ add('qwen3', 'think_after_tool', {'messages': tool_calls + [m('assistant', '<thi
 add('llama3_1', 'tool_role', {'messages': [m('user', 'Weather?'), m('assistant', 'calling'), m('tool', '{"temp": 20}')], 'add_generation_prompt': True})
 add('llama3_1', 'none_content', {'messages': [m('user', 'Weather?'), m('assistant', None)], 'add_generation_prompt': False})
 
+# Values that are not strings, printed by {{ }} or `| trim`: Jinja2 prints
+# Python's str() (None, True, 2.0, dict and list reprs with quoted strings).
+add('llama3_1', 'bool_content', {'messages': [m('user', True), m('assistant', 2.0)], 'add_generation_prompt': True})
+odd_outputs = [m('user', 'Weather?'),
+               m('assistant', '', tool_calls=[{'type': 'function', 'function': {'name': 'get_weather', 'arguments': {'city': 'Paris'}}}]),
+               m('tool', {'temp': 20.0, 'ok': True, 'note': None, 'tags': ['a', "it's", 'tab\there'], 'n': 3}),
+               m('tool', None), m('tool', 2.0), m('tool', [1.5, False, 'x'])]
+for fam in ('qwen25', 'qwen3'):
+    add(fam, 'tool_output_values', {'messages': odd_outputs, 'tools': [weather], 'add_generation_prompt': True})
+add('qwen25', 'tools_none_system', {'messages': [m('system', None), m('user', 'Weather?')], 'tools': [weather], 'add_generation_prompt': True})
+add('gemma3', 'none_text_part', {'messages': [m('user', [{'type': 'text', 'text': None}, {'type': 'text', 'text': 1.0}])], 'add_generation_prompt': True})
+
 # DeepSeek-V3: tool calls with string arguments, tool outputs, generation prompt after tools.
 ds_calls = [m('system', 'You are helpful.'), m('system', 'Use tools.'), m('user', 'Weather and news?'),
             m('assistant', None, tool_calls=[{'type': 'function', 'function': {'name': 'get_weather', 'arguments': '{"city": "Paris"}'}},

@@ -1,0 +1,54 @@
+package tokenizer
+
+import (
+	"math"
+	"testing"
+)
+
+// TestTemplatePyStr checks that values print as Python's str() prints them
+// and that the source rewrite leaves string literals, comments, raw blocks
+// and {% filter %} blocks alone. The wanted outputs were rendered by
+// Debian's python3-jinja2 3.1.2 with transformers' settings.
+func TestTemplatePyStr(t *testing.T) {
+	u := "é\u00a0\u2028\x7f\U0001F600\u200b'"
+	for _, tc := range []struct {
+		src  string
+		vars map[string]any
+		want string
+	}{
+		{"{{ '}} | trim' }}|{{ x | trim }}|{{ x|string }}|{{- y -}} |", map[string]any{"x": nil, "y": 2.5}, "}} | trim|None|None|2.5|"},
+		{"{% raw %}{{ x }}{% endraw %}{# {{ x }} ' #}{{ x }}", map[string]any{"x": nil}, "{{ x }}None"},
+		{"{% filter trim %}  {{ x }}  {% endfilter %}|{{ s | trim('xy') }}|{{ s|trim(chars='x') }}", map[string]any{"x": nil, "s": "xyaxy"}, "None|a|yaxy"},
+		{"{{ u }}|{{ [u] }}|{{ {'k': u} }}", map[string]any{"u": u}, u + `|["é\xa0\u2028\x7f😀\u200b'"]|{'k': "é\xa0\u2028\x7f😀\u200b'"}`},
+		{"{% set v = x | trim %}{{ v }}{{ v | length }}|{{ f }}|{{ [f, g, h] }}|{{ b | trim }}",
+			map[string]any{"x": nil, "f": 1e16, "g": math.Copysign(0, -1), "h": math.NaN(), "b": false}, "None4|1e+16|[1e+16, -0.0, nan]|False"},
+		{"{{ s | trim }}|", map[string]any{"s": "\x1c a \u3000"}, "a|"},
+	} {
+		tm, err := ParseTemplate(tc.src)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		got, err := tm.Render(tc.vars)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		if got != tc.want {
+			t.Errorf("%q:\n got %q\nwant %q", tc.src, got, tc.want)
+		}
+	}
+}
+
+func TestRewritePyStr(t *testing.T) {
+	for in, want := range map[string]string{
+		"a {{- x | trim -}} b":                     "a {{-__ragen_str( x | __ragen_trim )-}} b",
+		"{% if m.content|string %}{{ '|trim' }}":   "{% if m.content|__ragen_string %}{{__ragen_str( '|trim' )}}",
+		"{% filter trim %}x{% endfilter %}{{ }}":   "{% filter trim %}x{% endfilter %}{{ }}",
+		"{% raw %}{{ x|trim }}{% endraw %}{{ y }}": "{% raw %}{{ x|trim }}{% endraw %}{{__ragen_str( y )}}",
+		"{# {{ x }} ' #}{{ x | trimmed }}":         "{# {{ x }} ' #}{{__ragen_str( x | trimmed )}}",
+		"{{ x ":                                   "{{ x ",
+	} {
+		if got := rewritePyStr(in); got != want {
+			t.Errorf("rewritePyStr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
