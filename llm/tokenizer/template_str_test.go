@@ -45,7 +45,7 @@ func TestRewritePyStr(t *testing.T) {
 		"{% filter trim %}x{% endfilter %}{{ }}":   "{% filter trim %}x{% endfilter %}{{ }}",
 		"{% raw %}{{ x|trim }}{% endraw %}{{ y }}": "{% raw %}{{ x|trim }}{% endraw %}{{__ragen_str( y )}}",
 		"{# {{ x }} ' #}{{ x | trimmed }}":         "{# {{ x }} ' #}{{__ragen_str( x | trimmed )}}",
-		"{{ x ":                                   "{{ x ",
+		"{{ x ":                                    "{{ x ",
 	} {
 		if got := rewritePyStr(in); got != want {
 			t.Errorf("rewritePyStr(%q) = %q, want %q", in, got, want)
