@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -64,7 +65,32 @@ var (
 		MetricNameLength, MetricNameEntropy, MetricNameEntropyVariance}
 	validBucketModes = []string{BucketQuantile, BucketFixedRV}
 	validGroupings   = []string{GroupPositional, GroupByID}
+	// metricAliases are the other names NormalizeMetric accepts.
+	metricAliases = map[string]string{"reward_std": MetricNameRewardVariance, "entropy_std": MetricNameEntropyVariance}
 )
+
+// Strategies lists the rollout_filter_strategy names.
+func Strategies() []string { return slices.Clone(validStrategies) }
+
+// Types lists the rollout_filter_type names.
+func Types() []string { return slices.Clone(validTypes) }
+
+// ProbModes lists the rollout_filter_top_p_prob_mode names.
+func ProbModes() []string { return slices.Clone(validProbModes) }
+
+// Metrics lists the rollout_filter_metric names NormalizeMetric accepts
+// (in any case): the metrics, then their aliases, sorted.
+func Metrics() []string {
+	out := slices.Clone(validMetrics)
+	for a := range metricAliases {
+		out = append(out, a)
+	}
+	slices.Sort(out[len(validMetrics):])
+	return out
+}
+
+// BucketModes lists the gradient_analysis_bucket_mode names.
+func BucketModes() []string { return slices.Clone(validBucketModes) }
 
 // Config holds the rollout filter settings. YAML tags are upstream's keys
 // under actor_rollout_ref.rollout; NumGroups and GroupSize come from
@@ -140,18 +166,14 @@ func CodeDefaultConfig() Config {
 // entropy_variance. Unknown names give an error listing the valid ones.
 func NormalizeMetric(name string) (string, error) {
 	m := strings.ToLower(name)
-	switch m {
-	case "":
+	if m == "" {
 		return MetricNameRewardVariance, nil
-	case "reward_std":
-		return MetricNameRewardVariance, nil
-	case "entropy_std":
-		return MetricNameEntropyVariance, nil
 	}
-	for _, v := range validMetrics {
-		if m == v {
-			return m, nil
-		}
+	if a, ok := metricAliases[m]; ok {
+		return a, nil
+	}
+	if slices.Contains(validMetrics, m) {
+		return m, nil
 	}
 	return "", fmt.Errorf("filter: Unsupported rollout filter metric: %s (valid: %s; aliases reward_std, entropy_std)",
 		m, strings.Join(validMetrics, ", "))

@@ -3,7 +3,11 @@ package ragen
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"ragen/env"
 )
@@ -32,6 +36,43 @@ type ESManagerConfig struct {
 	// StepTimeout bounds every env Reset/Step call (Go-only; 0 = no limit).
 	// A stuck env becomes an error instead of a hang.
 	StepTimeout time.Duration `yaml:"step_timeout"`
+}
+
+// UnmarshalYAML decodes es_manager.* with step_timeout read as the CLI
+// reads it: a Go duration string ("90s", "5m") or a number of seconds
+// (yaml.v3 alone refuses numbers for a time.Duration). A null
+// step_timeout keeps the current value.
+func (c *ESManagerConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain ESManagerConfig // without this method
+	if n.Kind != yaml.MappingNode {
+		return n.Decode((*plain)(c))
+	}
+	rest := *n
+	rest.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value != "step_timeout" {
+			rest.Content = append(rest.Content, k, v)
+			continue
+		}
+		if v.Tag == "!!null" {
+			continue
+		}
+		var secs float64
+		if v.Tag == "!!int" || v.Tag == "!!float" {
+			if err := v.Decode(&secs); err != nil {
+				return fmt.Errorf("ragen: es_manager.step_timeout: %w", err)
+			}
+			c.StepTimeout = time.Duration(secs * float64(time.Second))
+			continue
+		}
+		d, err := time.ParseDuration(v.Value)
+		if err != nil {
+			return fmt.Errorf("ragen: es_manager.step_timeout: %w", err)
+		}
+		c.StepTimeout = d
+	}
+	return rest.Decode((*plain)(c))
 }
 
 // EnvSetConfig is es_manager.train / es_manager.val.
@@ -73,9 +114,12 @@ type SamplingConfig struct {
 
 // AgentProxyConfig is agent_proxy.*.
 type AgentProxyConfig struct {
-	ContextWindowMode   string                    `yaml:"context_window_mode"` // full | limited_multi_turn | single_turn
-	MaxContextWindow    int                       `yaml:"max_context_window"`  // k; ≤ 0 = unlimited
-	MaxTurn             int                       `yaml:"max_turn"`            // model calls per episode
+	// ContextWindowMode is full, limited_multi_turn or single_turn. In the
+	// turn-level modes a batch row is one turn (TurnLevel) and the batch
+	// carries episode ids.
+	ContextWindowMode   string                    `yaml:"context_window_mode"`
+	MaxContextWindow    int                       `yaml:"max_context_window"` // k; ≤ 0 = unlimited
+	MaxTurn             int                       `yaml:"max_turn"`           // model calls per episode
 	ActionSep           string                    `yaml:"action_sep"`
 	MaxActionsPerTurn   int                       `yaml:"max_actions_per_turn"`
 	UseTurnScores       bool                      `yaml:"use_turn_scores"`
@@ -85,6 +129,15 @@ type AgentProxyConfig struct {
 	// run concurrently, so envs of one part step while the model generates
 	// for another (Go-only; trajectories are identical to the plain loop).
 	PipelineParts int `yaml:"pipeline_parts"`
+	// BatchAdjustMode is how the trainer reaches a batch size it can split
+	// evenly: copy (duplicate random rows) or delete (drop rows).
+	BatchAdjustMode string `yaml:"batch_adjust_mode"`
+}
+
+// TurnLevel reports whether the context window mode builds one sample per
+// turn (single_turn, limited_multi_turn).
+func (a AgentProxyConfig) TurnLevel() bool {
+	return a.ContextWindowMode == ModeSingleTurn || a.ContextWindowMode == ModeLimitedMultiTurn
 }
 
 // RewardNormalizationConfig is agent_proxy.reward_normalization.
@@ -120,12 +173,32 @@ type EnvSpec struct {
 	EnvConfig         map[string]any `yaml:"env_config"`
 }
 
-// Context window modes.
+// Context window modes (agent_proxy.context_window_mode).
 const (
 	ModeFull             = "full"
 	ModeLimitedMultiTurn = "limited_multi_turn"
 	ModeSingleTurn       = "single_turn"
 )
+
+// Batch adjust modes (agent_proxy.batch_adjust_mode).
+const (
+	AdjustCopy   = "copy"
+	AdjustDelete = "delete"
+)
+
+// ContextWindowModes lists the agent_proxy.context_window_mode names.
+func ContextWindowModes() []string {
+	return []string{ModeFull, ModeLimitedMultiTurn, ModeSingleTurn}
+}
+
+// BatchAdjustModes lists the agent_proxy.batch_adjust_mode names.
+func BatchAdjustModes() []string { return []string{AdjustCopy, AdjustDelete} }
+
+// RewardGroupings lists the agent_proxy.reward_normalization.grouping names.
+func RewardGroupings() []string { return []string{"state", "inductive", "batch"} }
+
+// RewardNormMethods lists the agent_proxy.reward_normalization.method names.
+func RewardNormMethods() []string { return []string{"identity", "mean", "mean_std", "asym_clip"} }
 
 func i64(v int64) *int64 { return &v }
 
@@ -148,6 +221,7 @@ func DefaultConfig() Config {
 			EnableThink:         true,
 			RewardNormalization: RewardNormalizationConfig{Grouping: "state", Method: "identity"},
 			PipelineParts:       1,
+			BatchAdjustMode:     AdjustCopy,
 		},
 		Seed: SeedConfig{Train: i64(10000), Val: i64(123)},
 		Rollout: RolloutConfig{
@@ -168,8 +242,8 @@ func (c Config) Validate() error {
 		set  EnvSetConfig
 	}{{"es_manager.train", c.ESManager.Train}, {"es_manager.val", c.ESManager.Val}} {
 		s := m.set
-		if s.GroupSize < 1 {
-			bad("%s.group_size = %d, want ≥ 1", m.name, s.GroupSize)
+		if err := s.ValidateSizes(m.name); err != nil {
+			errs = append(errs, err)
 		}
 		if len(s.EnvConfigs.Tags) != len(s.EnvConfigs.NGroups) {
 			bad("%s.env_configs: %d tags but %d n_groups", m.name, len(s.EnvConfigs.Tags), len(s.EnvConfigs.NGroups))
@@ -201,33 +275,8 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	a := c.AgentProxy
-	switch a.ContextWindowMode {
-	case ModeFull, ModeLimitedMultiTurn, ModeSingleTurn:
-	default:
-		bad("agent_proxy.context_window_mode = %q, want one of full, limited_multi_turn, single_turn", a.ContextWindowMode)
-	}
-	if a.MaxTurn < 1 {
-		bad("agent_proxy.max_turn = %d, want ≥ 1", a.MaxTurn)
-	}
-	if a.ActionSep == "" {
-		bad("agent_proxy.action_sep is empty")
-	}
-	if a.MaxActionsPerTurn < 1 {
-		bad("agent_proxy.max_actions_per_turn = %d, want ≥ 1", a.MaxActionsPerTurn)
-	}
-	switch a.RewardNormalization.Grouping {
-	case "state", "inductive", "batch":
-	default:
-		bad("agent_proxy.reward_normalization.grouping = %q, want one of state, inductive, batch", a.RewardNormalization.Grouping)
-	}
-	switch a.RewardNormalization.Method {
-	case "identity", "mean", "mean_std", "asym_clip":
-	default:
-		bad("agent_proxy.reward_normalization.method = %q, want one of identity, mean, mean_std, asym_clip", a.RewardNormalization.Method)
-	}
-	if a.PipelineParts < 0 {
-		bad("agent_proxy.pipeline_parts = %d, want ≥ 0", a.PipelineParts)
+	if err := c.AgentProxy.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Rollout.ResponseLength < 1 {
 		bad("rollout.response_length = %d, want ≥ 1", c.Rollout.ResponseLength)
@@ -237,6 +286,48 @@ func (c Config) Validate() error {
 	}
 	if c.ESManager.StepTimeout < 0 {
 		bad("es_manager.step_timeout = %v, want ≥ 0", c.ESManager.StepTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateSizes checks the sizes of the env set at key name (e.g.
+// es_manager.train): env_groups and group_size at least 1.
+func (s EnvSetConfig) ValidateSizes(name string) error {
+	var errs []error
+	if s.EnvGroups < 1 {
+		errs = append(errs, fmt.Errorf("ragen: config: %s.env_groups = %d, want ≥ 1", name, s.EnvGroups))
+	}
+	if s.GroupSize < 1 {
+		errs = append(errs, fmt.Errorf("ragen: config: %s.group_size = %d, want ≥ 1", name, s.GroupSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem of agent_proxy.* at once; each error
+// names its key.
+func (a AgentProxyConfig) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("ragen: config: "+format, args...)) }
+	oneOf := func(key, got string, valid []string) {
+		if !slices.Contains(valid, got) {
+			bad("%s = %q, want one of %s", key, got, strings.Join(valid, ", "))
+		}
+	}
+	oneOf("agent_proxy.context_window_mode", a.ContextWindowMode, ContextWindowModes())
+	oneOf("agent_proxy.batch_adjust_mode", a.BatchAdjustMode, BatchAdjustModes())
+	if a.MaxTurn < 1 {
+		bad("agent_proxy.max_turn = %d, want ≥ 1", a.MaxTurn)
+	}
+	if a.ActionSep == "" {
+		bad("agent_proxy.action_sep is empty")
+	}
+	if a.MaxActionsPerTurn < 1 {
+		bad("agent_proxy.max_actions_per_turn = %d, want ≥ 1", a.MaxActionsPerTurn)
+	}
+	oneOf("agent_proxy.reward_normalization.grouping", a.RewardNormalization.Grouping, RewardGroupings())
+	oneOf("agent_proxy.reward_normalization.method", a.RewardNormalization.Method, RewardNormMethods())
+	if a.PipelineParts < 0 {
+		bad("agent_proxy.pipeline_parts = %d, want ≥ 0", a.PipelineParts)
 	}
 	return errors.Join(errs...)
 }

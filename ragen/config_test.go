@@ -2,6 +2,7 @@ package ragen
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, int64(10000), *c.Seed.Train)
 	assert.Equal(t, int64(123), *c.Seed.Val)
 	assert.Equal(t, AgentProxyConfig{ContextWindowMode: "full", MaxContextWindow: -1, MaxTurn: 5, ActionSep: "||", MaxActionsPerTurn: 2,
-		EnableThink: true, RewardNormalization: RewardNormalizationConfig{"state", "identity"}, PipelineParts: 1}, c.AgentProxy)
+		EnableThink: true, RewardNormalization: RewardNormalizationConfig{"state", "identity"}, PipelineParts: 1, BatchAdjustMode: "copy"}, c.AgentProxy)
 	assert.Equal(t, 400, c.Rollout.ResponseLength)
 	assert.Equal(t, 3600, c.Rollout.MaxModelLen)
 	assert.Equal(t, SamplingConfig{DoSample: true, Temperature: 0.5, TopP: 1, TopK: -1}, c.Rollout.ValKwargs)
@@ -74,4 +75,35 @@ func TestConfigValidateListsEverything(t *testing.T) {
 	for _, s := range []string{"max_turn = 0", "action_sep is empty", "max_actions_per_turn = 0", `grouping = "nope"`, `method = "zscore"`, "response_length = 0", "es_manager.val.group_size = 0"} {
 		assert.ErrorContains(t, err, s)
 	}
+}
+
+func TestAgentProxyValidateNamesItsKeys(t *testing.T) {
+	a := DefaultConfig().AgentProxy
+	require.NoError(t, a.Validate())
+	a.BatchAdjustMode, a.ContextWindowMode, a.RewardNormalization.Method = "pad", "limited", "zscore"
+	err := a.Validate()
+	require.Error(t, err)
+	for _, want := range []string{`agent_proxy.batch_adjust_mode = "pad", want one of copy, delete`,
+		`agent_proxy.context_window_mode = "limited", want one of full, limited_multi_turn, single_turn`,
+		`agent_proxy.reward_normalization.method = "zscore"`} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.True(t, AgentProxyConfig{ContextWindowMode: ModeSingleTurn}.TurnLevel())
+	assert.False(t, AgentProxyConfig{ContextWindowMode: ModeFull}.TurnLevel())
+}
+
+func TestESManagerStepTimeoutYAML(t *testing.T) {
+	for src, want := range map[string]time.Duration{
+		"step_timeout: 90s": 90 * time.Second, "step_timeout: 300": 300 * time.Second,
+		"step_timeout: 1.5": 1500 * time.Millisecond, "step_timeout: null": 5 * time.Minute,
+		"format_penalty: -0.5": 5 * time.Minute,
+	} {
+		c := DefaultConfig().ESManager
+		require.NoError(t, yaml.Unmarshal([]byte(src+"\ntrain: {env_groups: 2}"), &c), src)
+		assert.Equal(t, want, c.StepTimeout, src)
+		assert.Equal(t, 2, c.Train.EnvGroups, src)
+		assert.Equal(t, 16, c.Train.GroupSize, src) // absent keys keep their values
+	}
+	c := DefaultConfig().ESManager
+	assert.ErrorContains(t, yaml.Unmarshal([]byte("step_timeout: soon"), &c), "es_manager.step_timeout")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -139,6 +140,28 @@ func Estimator(name string) (EstimatorFunc, error) {
 		return f, nil
 	}
 	return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknownEstimator, name, strings.Join(EstimatorNames(), ", "))
+}
+
+// TrainerEstimators lists the estimators the trainer runs: the registry
+// (built-in and registered by the program, sorted) less remax, which the
+// trainer refuses as upstream's does.
+func TrainerEstimators() []string {
+	return slices.DeleteFunc(EstimatorNames(), func(n string) bool { return n == EstReMax })
+}
+
+// CheckTrainerEstimator returns nil when the trainer runs the estimator
+// name (algorithm.adv_estimator), else an error listing TrainerEstimators:
+// ErrUnknownEstimator for a name not registered, and its own reason for
+// remax (upstream's trainer exits: "not tested").
+func CheckTrainerEstimator(name string) error {
+	valid := strings.Join(TrainerEstimators(), ", ")
+	if name == EstReMax {
+		return fmt.Errorf("algo: remax is not supported by the trainer (upstream's trainer exits: \"not tested\"); valid: %s", valid)
+	}
+	if _, err := Estimator(name); err != nil {
+		return fmt.Errorf("%w %q; valid: %s", ErrUnknownEstimator, name, valid)
+	}
+	return nil
 }
 
 func checkTokenInputs(in AdvantageInput, needValues bool) error {

@@ -9,7 +9,7 @@ import (
 
 // ErrUnknownKLType is returned for a KL penalty name that is not one of
 // KLTypes (upstream raises NotImplementedError, e.g. for "full").
-var ErrUnknownKLType = errors.New("algo: unknown kl penalty type")
+var ErrUnknownKLType = errors.New("algo: unknown KL type")
 
 // KL metric keys.
 const (
@@ -23,7 +23,11 @@ const (
 // name may carry a "+" suffix (straight-through: forward value of the base
 // type, gradient of ½(lp−ref)²).
 func KLTypes() []string {
-	return []string{"kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3"}
+	out := make([]string, len(klNames))
+	for i, n := range klNames {
+		out[i] = n.name
+	}
+	return out
 }
 
 // KLKind is the base kind of a KL penalty name (aliases resolved).
@@ -37,31 +41,36 @@ const (
 	KLLowVar KLKind = "low_var_kl" // low_var_kl, k3: clamp(eˣ − x − 1, ±LowVarKLClamp), x = clamp(ref − lp, ±LogRatioClamp)
 )
 
+// klNames is the one table of KL penalty names and their kinds.
+var klNames = []struct {
+	name string
+	kind KLKind
+}{{"kl", KLDiff}, {"k1", KLDiff}, {"abs", KLAbs}, {"mse", KLMSE}, {"k2", KLMSE}, {"low_var_kl", KLLowVar}, {"k3", KLLowVar}}
+
 // LowVarKLClamp bounds the low_var_kl (k3) penalty (both paths).
 const LowVarKLClamp = 10.0
 
 // ParseKLType maps a kl_penalty / kl_loss_type name to its kind and whether
-// it is "+"-suffixed (straight-through). Both loss paths parse names here.
+// it is "+"-suffixed (straight-through). Both loss paths and every config
+// check parse names here; an unknown name's error lists the valid ones (and
+// the underscore spelling of a dashed name such as low-var-kl).
 func ParseKLType(name string) (kind KLKind, straightThrough bool, err error) {
 	base := name
 	if strings.HasSuffix(name, "+") {
 		base, straightThrough = strings.TrimSuffix(name, "+"), true
 	}
-	switch base {
-	case "kl", "k1":
-		return KLDiff, straightThrough, nil
-	case "abs":
-		return KLAbs, straightThrough, nil
-	case "mse", "k2":
-		return KLMSE, straightThrough, nil
-	case "low_var_kl", "k3":
-		return KLLowVar, straightThrough, nil
+	for _, n := range klNames {
+		if n.name == base {
+			return n.kind, straightThrough, nil
+		}
 	}
 	hint := ""
-	if strings.Contains(name, "-") {
-		hint = " (names use underscores, e.g. low_var_kl)"
+	if fixed := strings.ReplaceAll(name, "-", "_"); fixed != name {
+		if _, _, err := ParseKLType(fixed); err == nil {
+			hint = " (did you mean " + fixed + "?)"
+		}
 	}
-	return "", false, fmt.Errorf("%w %q%s (valid: %s, each optionally with a + suffix)", ErrUnknownKLType, name, hint, strings.Join(KLTypes(), ", "))
+	return "", false, fmt.Errorf("%w %q%s; valid: %s (each also with a + suffix: straight-through k2 gradient)", ErrUnknownKLType, name, hint, strings.Join(KLTypes(), ", "))
 }
 
 // klValueGrad returns the per-token penalty and its derivative w.r.t. lp.
@@ -156,6 +165,9 @@ const (
 	KLCtrlAdaptive = "adaptive"
 )
 
+// KLControlTypes lists the valid algorithm.kl_ctrl.type names.
+func KLControlTypes() []string { return []string{KLCtrlFixed, KLCtrlAdaptive} }
+
 // KLControlConfig is algorithm.kl_ctrl.
 type KLControlConfig struct {
 	Type     string  // fixed (default) or adaptive
@@ -182,7 +194,7 @@ func (c KLControlConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("algo: kl_ctrl.target_kl must be non-zero, got %v", c.TargetKL))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("algo: kl_ctrl.type %q (valid: fixed, adaptive)", c.Type))
+		errs = append(errs, fmt.Errorf("algo: kl_ctrl.type %q (valid: %s)", c.Type, strings.Join(KLControlTypes(), ", ")))
 	}
 	if err := checkFinite("kl_ctrl.kl_coef", c.KLCoef); err != nil {
 		errs = append(errs, err)

@@ -64,7 +64,7 @@ func TestKLPenaltyNames(t *testing.T) {
 		}
 	}
 	_, _, err := KLPenalty(one, one, "low-var-kl")
-	if !strings.Contains(err.Error(), "underscores") || !strings.Contains(err.Error(), "low_var_kl") {
+	if !strings.Contains(err.Error(), "(did you mean low_var_kl?)") {
 		t.Errorf("dash hint missing: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -37,8 +38,7 @@ func LossAggModes() []string {
 }
 
 func checkAggMode(mode string) error {
-	switch mode {
-	case TokenMean, SeqMeanTokenSum, SeqMeanTokenMean, SeqMeanTokenSumNorm:
+	if slices.Contains(LossAggModes(), mode) {
 		return nil
 	}
 	return fmt.Errorf("%w %q (valid: %s)", ErrUnknownLossAggMode, mode, strings.Join(LossAggModes(), ", "))

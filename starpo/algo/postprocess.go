@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Filter loss scaling modes (actor.filter_loss_scaling).
@@ -13,6 +15,11 @@ const (
 	FilterScalingLinear = "linear"
 	FilterScalingSqrt   = "sqrt"
 )
+
+// FilterScalings lists the valid filter_loss_scaling names.
+func FilterScalings() []string {
+	return []string{FilterScalingNone, FilterScalingLinear, FilterScalingSqrt}
+}
 
 // Metric keys written by PostProcess.
 const (
@@ -52,10 +59,8 @@ func DefaultPostConfig(estimator string) PostConfig {
 // Validate reports every problem at once.
 func (c PostConfig) Validate() error {
 	var errs []error
-	switch c.FilterLossScaling {
-	case "", FilterScalingNone, FilterScalingLinear, FilterScalingSqrt:
-	default:
-		errs = append(errs, fmt.Errorf("algo: filter_loss_scaling %q (valid: none, linear, sqrt)", c.FilterLossScaling))
+	if c.FilterLossScaling != "" && !slices.Contains(FilterScalings(), c.FilterLossScaling) {
+		errs = append(errs, fmt.Errorf("algo: filter_loss_scaling %q (valid: %s)", c.FilterLossScaling, strings.Join(FilterScalings(), ", ")))
 	}
 	if math.IsNaN(c.FilterKeptRatio) || math.IsInf(c.FilterKeptRatio, 0) || c.FilterKeptRatio < 0 {
 		errs = append(errs, fmt.Errorf("algo: filter kept ratio %v must be finite and ≥ 0", c.FilterKeptRatio))
