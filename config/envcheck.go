@@ -3,22 +3,19 @@ package config
 import (
 	"errors"
 	"slices"
-	"sort"
 
 	"ragen/env"
 )
 
 // envTypes is the list env_type values are checked against: the types
 // registered with package env when a program has registered any (import
-// ragen/env/all), else upstream's registry names plus "http" (the remote
-// env type of package env/httpenv).
+// ragen/env/all), else env.UpstreamTypes (upstream's registry names plus
+// "http", the remote env type of package env/httpenv).
 func envTypes() []string {
 	if ts := env.Types(); len(ts) > 0 {
 		return ts
 	}
-	out := append(slices.Clone(validEnvTypes), "http")
-	sort.Strings(out)
-	return out
+	return env.UpstreamTypes()
 }
 
 // envPreflight builds one env of a selected tag and closes it, so that what

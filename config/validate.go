@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"ragen/filter"
+	"ragen/ragen"
 	"ragen/starpo/algo"
+	"ragen/track"
 )
 
 // Problem is one inconsistency found by Check.
@@ -26,24 +30,13 @@ func (p Problem) Error() string {
 	return "config: " + p.Key + ": " + p.Msg
 }
 
-// Valid names (upstream's registries; errors list them).
+// Valid names of the keys no pure package owns: trainer.resume_mode is
+// package starpo's (which config cannot import: it links libtorch) and
+// observation_format the sokoban and frozen_lake envs' (checked here for
+// programs that register no env; envPreflight builds the env otherwise).
+// Every other key's names come from the package that owns it.
 var (
-	validLossAgg      = []string{"seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm", "token-mean"}
-	validKL           = []string{"abs", "k1", "k2", "k3", "kl", "low_var_kl", "mse"}
-	validKLCtrl       = []string{"adaptive", "fixed"}
-	validStrategies   = []string{"min_p", "top_k", "top_k_abs", "top_p"}
-	validFilterTypes  = []string{"largest", "smallest"}
-	validTopPModes    = []string{"linear", "softmax"}
-	validMetrics      = []string{"entropy", "entropy_std", "entropy_variance", "length", "reward", "reward_std", "reward_sum", "reward_variance"}
-	validBucketModes  = []string{"fixed_rv", "quantile"}
-	validLossScaling  = []string{"linear", "none", "sqrt"}
-	validWindowModes  = []string{"full", "limited_multi_turn", "single_turn"}
-	validAdjustModes  = []string{"copy", "delete"}
-	validGroupings    = []string{"batch", "inductive", "state"}
-	validNormMethods  = []string{"asym_clip", "identity", "mean", "mean_std"}
 	validResumeModes  = []string{"auto", "disable", "resume_path"}
-	validLoggers      = []string{"clearml", "console", "file", "jsonl", "mlflow", "swanlab", "tensorboard", "vemlp_wandb", "wandb"}
-	validEnvTypes     = []string{"alfworld", "bandit", "countdown", "deepcoder", "frozen_lake", "game_2048", "lean", "metamathqa", "rubikscube", "search", "sokoban", "sudoku", "webshop"}
 	validObservations = []string{"coord", "grid", "grid_coord"}
 )
 
@@ -170,23 +163,40 @@ func (v *validator) strAt(key string, nullable bool) (string, bool) {
 	return s, true
 }
 
-// oneOf checks a name against the valid list (when the key is present).
-func (v *validator) oneOf(key string, valid []string, normalize func(string) string) (string, bool) {
+// oneOf checks the string at key (when present) against valid, the names
+// of the package that owns the key, and reports the unknown value with a
+// suggestion and the sorted names.
+func (v *validator) oneOf(key string, valid []string) (string, bool) {
 	s, ok := v.strAt(key, false)
 	if !ok {
 		return "", false
 	}
-	n := s
-	if normalize != nil {
-		n = normalize(s)
+	if contains(valid, s) {
+		return s, true
 	}
-	for _, x := range valid {
-		if n == x {
-			return n, true
-		}
-	}
-	v.errf(key, "unknown value %q%s; valid: %s", s, didYouMean(n, valid), strings.Join(valid, ", "))
+	v.unknown(key, s, s, valid)
 	return "", false
+}
+
+func (v *validator) unknown(key, value, hintBase string, valid []string) {
+	valid = slices.Sorted(slices.Values(valid))
+	v.errf(key, "unknown value %q%s; valid: %s", value, didYouMean(hintBase, valid), strings.Join(valid, ", "))
+}
+
+// pkgErr reports err, a package's verdict on the value at key, as a problem
+// of key: the message without its package prefix, with a suggestion from
+// valid after the quoted value when the package gave none.
+func (v *validator) pkgErr(key, value string, err error, valid []string) {
+	msg := err.Error()
+	if pkg, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(pkg, " \"") {
+		msg = rest
+	}
+	q := strconv.Quote(value)
+	if i := strings.Index(msg, q); i >= 0 && !strings.Contains(msg, "did you mean") {
+		hint := didYouMean(strings.TrimSuffix(value, "+"), valid)
+		msg = msg[:i+len(q)] + hint + msg[i+len(q):]
+	}
+	v.errf(key, "%s", msg)
 }
 
 // criticEnabled: critic.enable true, or null/absent and adv_estimator == gae.
@@ -617,14 +627,12 @@ func toFloat(x any) (float64, bool) {
 	return 0, false
 }
 
-// names checks every enumerated setting against upstream's valid names.
+// names checks every enumerated setting against the names of the package
+// that owns it (algo, filter, ragen, track), or with its own check.
 func (v *validator) names() {
 	if est, ok := v.strAt("algorithm.adv_estimator", false); ok {
-		switch {
-		case est == "remax":
-			v.errf("algorithm.adv_estimator", "remax is not supported (upstream's trainer exits: \"not tested\"); valid: %s", strings.Join(validEstimators(), ", "))
-		case !contains(validEstimators(), est):
-			v.errf("algorithm.adv_estimator", "unknown estimator %q%s; valid: %s", est, didYouMean(est, validEstimators()), strings.Join(validEstimators(), ", "))
+		if err := algo.CheckTrainerEstimator(est); err != nil {
+			v.pkgErr("algorithm.adv_estimator", est, err, algo.TrainerEstimators())
 		}
 	}
 	if x, ok := v.raw("critic.enable"); ok && x != nil {
@@ -632,22 +640,15 @@ func (v *validator) names() {
 			v.errf("critic.enable", "want true, false or null (null: a critic iff adv_estimator=gae), found %s", describe(x))
 		}
 	}
-	v.oneOf("actor_rollout_ref.actor.loss_agg_mode", validLossAgg, nil)
+	v.oneOf("actor_rollout_ref.actor.loss_agg_mode", algo.LossAggModes())
 	if v.criticEnabled() {
-		v.oneOf("critic.loss_agg_mode", validLossAgg, nil)
+		v.oneOf("critic.loss_agg_mode", algo.LossAggModes())
 	}
 	klName := func(key string) {
-		s, ok := v.strAt(key, false)
-		if !ok {
-			return
-		}
-		base := strings.TrimSuffix(s, "+")
-		if !contains(validKL, base) {
-			hint := didYouMean(base, validKL)
-			if strings.Contains(base, "-") && contains(validKL, strings.ReplaceAll(base, "-", "_")) {
-				hint = " (did you mean " + strings.ReplaceAll(s, "-", "_") + "?)"
+		if s, ok := v.strAt(key, false); ok {
+			if _, _, err := algo.ParseKLType(s); err != nil {
+				v.pkgErr(key, s, err, algo.KLTypes())
 			}
-			v.errf(key, "unknown KL type %q%s; valid: %s (each also with a + suffix: straight-through k2 gradient)", s, hint, strings.Join(validKL, ", "))
 		}
 	}
 	// Upstream only reads these when the feature is on (scripts pass low-var-kl harmlessly).
@@ -656,33 +657,40 @@ func (v *validator) names() {
 	}
 	if on, _ := v.raw("algorithm.use_kl_in_reward"); on == true {
 		klName("algorithm.kl_penalty")
-		v.oneOf("algorithm.kl_ctrl.type", validKLCtrl, nil)
+		v.oneOf("algorithm.kl_ctrl.type", algo.KLControlTypes())
 	}
-	strategy, _ := v.oneOf("actor_rollout_ref.rollout.rollout_filter_strategy", validStrategies, nil)
-	v.oneOf("actor_rollout_ref.rollout.rollout_filter_type", validFilterTypes, nil)
-	if strategy == "top_p" {
-		v.oneOf("actor_rollout_ref.rollout.rollout_filter_top_p_prob_mode", validTopPModes, nil)
+	strategy, _ := v.oneOf("actor_rollout_ref.rollout.rollout_filter_strategy", filter.Strategies())
+	v.oneOf("actor_rollout_ref.rollout.rollout_filter_type", filter.Types())
+	if strategy == filter.StrategyTopP {
+		v.oneOf("actor_rollout_ref.rollout.rollout_filter_top_p_prob_mode", filter.ProbModes())
 	}
 	if x, ok := v.raw("actor_rollout_ref.rollout.rollout_filter_metric"); ok && x != nil {
-		v.oneOf("actor_rollout_ref.rollout.rollout_filter_metric", validMetrics, strings.ToLower)
+		// filter.NormalizeMetric's rule (any case, aliases); an empty
+		// string is refused here: null is how a config asks for the default.
+		if s, ok := v.strAt("actor_rollout_ref.rollout.rollout_filter_metric", false); ok {
+			if _, err := filter.NormalizeMetric(s); err != nil || s == "" {
+				v.unknown("actor_rollout_ref.rollout.rollout_filter_metric", s, strings.ToLower(s), filter.Metrics())
+			}
+		}
 	}
-	v.oneOf("actor_rollout_ref.rollout.gradient_analysis_bucket_mode", validBucketModes, nil)
-	v.oneOf("actor_rollout_ref.actor.filter_loss_scaling", validLossScaling, nil)
-	v.oneOf("agent_proxy.context_window_mode", validWindowModes, nil)
-	v.oneOf("agent_proxy.batch_adjust_mode", validAdjustModes, nil)
-	v.oneOf("agent_proxy.reward_normalization.grouping", validGroupings, nil)
-	v.oneOf("agent_proxy.reward_normalization.method", validNormMethods, nil)
-	v.oneOf("trainer.resume_mode", validResumeModes, nil)
+	v.oneOf("actor_rollout_ref.rollout.gradient_analysis_bucket_mode", filter.BucketModes())
+	v.oneOf("actor_rollout_ref.actor.filter_loss_scaling", algo.FilterScalings())
+	v.oneOf("agent_proxy.context_window_mode", ragen.ContextWindowModes())
+	v.oneOf("agent_proxy.batch_adjust_mode", ragen.BatchAdjustModes())
+	v.oneOf("agent_proxy.reward_normalization.grouping", ragen.RewardGroupings())
+	v.oneOf("agent_proxy.reward_normalization.method", ragen.RewardNormMethods())
+	v.oneOf("trainer.resume_mode", validResumeModes)
 	if x, ok := v.raw("trainer.logger"); ok && x != nil {
+		loggers := track.LoggerNames()
 		switch l := x.(type) {
 		case string:
-			if !contains(validLoggers, l) {
-				v.errf("trainer.logger", "unknown logger %q; valid: %s", l, strings.Join(validLoggers, ", "))
+			if !contains(loggers, l) {
+				v.errf("trainer.logger", "unknown logger %q; valid: %s", l, strings.Join(loggers, ", "))
 			}
 		case []any:
 			for i, e := range l {
-				if s, ok := e.(string); !ok || !contains(validLoggers, s) {
-					v.errf(fmt.Sprintf("trainer.logger[%d]", i), "unknown logger %s; valid: %s", flowString(e), strings.Join(validLoggers, ", "))
+				if s, ok := e.(string); !ok || !contains(loggers, s) {
+					v.errf(fmt.Sprintf("trainer.logger[%d]", i), "unknown logger %s; valid: %s", flowString(e), strings.Join(loggers, ", "))
 				}
 			}
 		default:
@@ -882,17 +890,4 @@ func rangeText(c rangeCheck) string {
 		return fmt.Sprintf(">= %g", c.lo)
 	}
 	return fmt.Sprintf("%g %s x %s %g", c.lo, lo, hi, c.hi)
-}
-
-// validEstimators are the trainer's estimators: starpo/algo's registry
-// (built-in and registered by the program) less remax, which the trainer
-// refuses as upstream's does.
-func validEstimators() []string {
-	var out []string
-	for _, n := range algo.EstimatorNames() {
-		if n != algo.EstReMax {
-			out = append(out, n)
-		}
-	}
-	return out
 }

@@ -4,6 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"ragen/filter"
+	"ragen/ragen"
+	"ragen/starpo/algo"
+	"ragen/track"
 )
 
 func TestValidateMessages(t *testing.T) {
@@ -69,15 +74,23 @@ func TestValidateMessages(t *testing.T) {
 			[]string{"success_rate: must be a probability in [0, 1], got 1.5"}},
 		// names
 		{"estimator", "base", []string{"algorithm.adv_estimator=grop"},
-			[]string{`unknown estimator "grop" (did you mean grpo?); valid: gae, grpo, reinforce_plus_plus, reinforce_plus_plus_baseline, rloo`}},
+			[]string{`algorithm.adv_estimator: unknown advantage estimator "grop" (did you mean grpo?); valid: gae, grpo, reinforce_plus_plus, reinforce_plus_plus_baseline, rloo`}},
 		{"remax", "base", []string{"algorithm.adv_estimator=remax"},
-			[]string{"remax is not supported"}},
+			[]string{"algorithm.adv_estimator: remax is not supported by the trainer", "valid: gae, grpo,"}},
 		{"loss agg", "base", []string{"actor_rollout_ref.actor.loss_agg_mode=token_mean"},
 			[]string{`unknown value "token_mean" (did you mean token-mean?); valid: seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm, token-mean`}},
 		{"kl type with dashes", "base", []string{"actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_type=low-var-kl"},
 			[]string{`unknown KL type "low-var-kl" (did you mean low_var_kl?)`}},
 		{"kl full", "base", []string{"algorithm.use_kl_in_reward=true", "algorithm.kl_penalty=full"},
-			[]string{`algorithm.kl_penalty: unknown KL type "full"`}},
+			[]string{`algorithm.kl_penalty: unknown KL type "full"`, "low_var_kl", "each also with a + suffix"}},
+		{"kl typo with suffix", "base", []string{"actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_type=k33+"},
+			[]string{`actor_rollout_ref.actor.kl_loss_type: unknown KL type "k33+" (did you mean k3?)`}},
+		{"empty filter metric", "base", []string{"actor_rollout_ref.rollout.rollout_filter_metric=''"},
+			[]string{`actor_rollout_ref.rollout.rollout_filter_metric: unknown value ""`}},
+		{"batch adjust", "base", []string{"agent_proxy.batch_adjust_mode=pad"},
+			[]string{`agent_proxy.batch_adjust_mode: unknown value "pad"; valid: copy, delete`}},
+		{"trackio is newer veRL's", "base", []string{"trainer.logger=[trackio]"},
+			[]string{"trainer.logger[0]: unknown logger trackio"}},
 		{"kl ctrl", "base", []string{"algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptiv"},
 			[]string{`algorithm.kl_ctrl.type: unknown value "adaptiv" (did you mean adaptive?)`}},
 		{"filter strategy", "base", []string{"actor_rollout_ref.rollout.rollout_filter_strategy=topp"},
@@ -221,6 +234,42 @@ func TestValidateAcceptsUpstreamVariants(t *testing.T) {
 		tr := mustLoad(t, "base", s, shipped())
 		if ps := Check(tr); len(ps) != 0 {
 			t.Errorf("%q: %v", s, ps)
+		}
+	}
+}
+
+// Every name a key's owning package accepts passes Validate, so the two
+// cannot drift apart.
+func TestValidateAcceptsOwnersNames(t *testing.T) {
+	keys := []struct {
+		key   string
+		names []string
+		extra []string
+	}{
+		{"algorithm.adv_estimator", algo.TrainerEstimators(), []string{"critic.enable=true"}},
+		{"actor_rollout_ref.actor.loss_agg_mode", algo.LossAggModes(), nil},
+		{"actor_rollout_ref.actor.kl_loss_type", algo.KLTypes(), []string{"actor_rollout_ref.actor.use_kl_loss=true"}},
+		{"algorithm.kl_ctrl.type", algo.KLControlTypes(), []string{"algorithm.use_kl_in_reward=true"}},
+		{"actor_rollout_ref.actor.filter_loss_scaling", algo.FilterScalings(), nil},
+		{"actor_rollout_ref.rollout.rollout_filter_type", filter.Types(), nil},
+		{"actor_rollout_ref.rollout.rollout_filter_top_p_prob_mode", filter.ProbModes(), nil},
+		{"actor_rollout_ref.rollout.rollout_filter_metric", filter.Metrics(), nil},
+		{"actor_rollout_ref.rollout.gradient_analysis_bucket_mode", filter.BucketModes(), nil},
+		{"agent_proxy.batch_adjust_mode", ragen.BatchAdjustModes(), nil},
+		{"agent_proxy.reward_normalization.grouping", ragen.RewardGroupings(), nil},
+		{"agent_proxy.reward_normalization.method", ragen.RewardNormMethods(), nil},
+	}
+	for _, k := range keys {
+		for _, n := range k.names {
+			tr := mustLoad(t, "base", append([]string{k.key + "=" + n}, k.extra...), shipped())
+			if ps := Check(tr); len(ps) != 0 {
+				t.Errorf("%s=%s: %v", k.key, n, ps)
+			}
+		}
+	}
+	for _, n := range track.LoggerNames() {
+		if ps := Check(mustLoad(t, "base", []string{"trainer.logger=[" + n + "]"}, shipped())); len(ps) != 0 {
+			t.Errorf("trainer.logger=[%s]: %v", n, ps)
 		}
 	}
 }

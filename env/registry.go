@@ -49,6 +49,14 @@ func New(envType string, envConfig map[string]any) (BaseEnv, error) {
 	return e, nil
 }
 
+// UpstreamTypes lists the env types of upstream's registry plus "http"
+// (package env/httpenv), sorted: the names a config may use in a program
+// that registered no env package.
+func UpstreamTypes() []string {
+	return []string{"alfworld", "bandit", "countdown", "deepcoder", "frozen_lake", "game_2048", "http", "lean",
+		"metamathqa", "rubikscube", "search", "sokoban", "sudoku", "webshop"}
+}
+
 // Types returns the registered env types, sorted.
 func Types() []string {
 	registryMu.RLock()

@@ -34,8 +34,21 @@ const (
 // ValidBackends lists the names New accepts.
 var ValidBackends = []string{BackendConsole, BackendFile, BackendJSONL, BackendTensorBoard}
 
-// unavailable are upstream backends that need an account and a network.
-var unavailable = []string{"wandb", "swanlab", "mlflow", "vemlp_wandb", "clearml", "trackio"}
+// remote are the backends of RAGEN's veRL that need an account and a
+// network; unavailable adds newer veRL's trackio. New refuses them all.
+var (
+	remote      = []string{"wandb", "swanlab", "mlflow", "vemlp_wandb", "clearml"}
+	unavailable = append(slices.Clone(remote), "trackio")
+)
+
+// LoggerNames lists upstream's trainer.logger names (RAGEN's veRL), sorted:
+// the backends New runs and the remote ones it refuses offline. Config
+// checks trainer.logger against it.
+func LoggerNames() []string {
+	out := append(slices.Clone(ValidBackends), remote...)
+	slices.Sort(out)
+	return out
+}
 
 // Headline names a value shown on the console progress bar. Key may be a
 // path.Match pattern ("train/*/success"); when several metrics match, the bar

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,5 +167,26 @@ func TestConsoleNoBar(t *testing.T) {
 	}
 	if err := c.Log(2, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Log after Close: %v", err)
+	}
+}
+
+func TestLoggerNames(t *testing.T) {
+	names := LoggerNames()
+	for _, b := range ValidBackends {
+		if !slices.Contains(names, b) {
+			t.Errorf("LoggerNames lacks backend %q", b)
+		}
+	}
+	// The other names are upstream's remote backends: New refuses them offline.
+	for _, n := range names {
+		if slices.Contains(ValidBackends, n) {
+			continue
+		}
+		if _, err := New([]string{n}, Options{}); err == nil || !strings.Contains(err.Error(), "not available offline") {
+			t.Errorf("New(%q) = %v, want the offline error", n, err)
+		}
+	}
+	if !slices.IsSorted(names) {
+		t.Errorf("LoggerNames not sorted: %v", names)
 	}
 }
