@@ -29,21 +29,19 @@ func cmdView(args []string) error {
 		return err
 	}
 	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	if limit == 0 {
+		return nil
+	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	for n := 1; sc.Scan(); n++ {
-		if limit >= 0 && n > limit {
-			break
-		}
-		rec, err := ragen.ParseTrajectoryRecord(sc.Bytes())
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", rest[0], n, err)
-		}
+	n := 0
+	return ragen.ReadTrajectories(fh, rest[0], func(_ int, rec ragen.TrajectoryRecord) error {
 		if err := ragen.WriteTrajectoryText(w, rec); err != nil {
 			return err
 		}
-	}
-	return sc.Err()
+		if n++; n == limit {
+			return ragen.StopReading
+		}
+		return nil
+	})
 }

@@ -1,7 +1,6 @@
 package dash
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -434,21 +433,13 @@ func readTrajectories(root, path string) ([]Trajectory, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	out := []Trajectory{}
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		rec, err := ragen.ParseTrajectoryRecord(sc.Bytes())
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", filepath.Base(path), n, err)
-		}
+	err = ragen.ReadTrajectories(bytes.NewReader(data), filepath.Base(path), func(_ int, rec ragen.TrajectoryRecord) error {
 		out = append(out, toTrajectory(rec))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -52,19 +51,11 @@ func ReadTrajectories(path string) ([]ragen.TrajectoryRecord, error) {
 	}
 	defer f.Close()
 	var recs []ragen.TrajectoryRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		r, err := ragen.ParseTrajectoryRecord(sc.Bytes())
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
+	err = ragen.ReadTrajectories(f, path, func(_ int, r ragen.TrajectoryRecord) error {
 		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if len(recs) == 0 {
