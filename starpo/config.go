@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"strings"
 
+	"ragen/ragen"
 	"ragen/starpo/algo"
 )
 
@@ -181,40 +181,14 @@ type TrainerConfig struct {
 	ExitAfterGradientAnalysis bool `yaml:"exit_after_gradient_analysis"`
 }
 
-// EnvSetConfig is the part of es_manager.train the trainer reads.
-type EnvSetConfig struct {
-	EnvGroups int `yaml:"env_groups"` // groups per batch (8)
-	GroupSize int `yaml:"group_size"` // rollouts per group (16)
-}
-
-// ESManagerConfig is es_manager.* (train only).
-type ESManagerConfig struct {
-	Train EnvSetConfig `yaml:"train"`
-}
-
-// AgentProxyConfig is the part of agent_proxy.* the trainer reads.
-type AgentProxyConfig struct {
-	// BatchAdjustMode is copy (duplicate random rows) or delete.
-	BatchAdjustMode string `yaml:"batch_adjust_mode"`
-	// ContextWindowMode is full (default), single_turn or
-	// limited_multi_turn. In the turn-level modes the batch carries
-	// episode_ids: GRPO counts each (uid, episode) once and validation
-	// scores each episode once (its first row).
-	ContextWindowMode string `yaml:"context_window_mode"`
-}
-
-// Context window modes (agent_proxy.context_window_mode).
-const (
-	ContextFull             = "full"
-	ContextSingleTurn       = "single_turn"
-	ContextLimitedMultiTurn = "limited_multi_turn"
+// The es_manager and agent_proxy blocks are the rollout core's types (the
+// trainer reads es_manager.train's sizes, agent_proxy's context window and
+// batch adjust modes); aliases, so the names in this package still work.
+type (
+	ESManagerConfig  = ragen.ESManagerConfig
+	EnvSetConfig     = ragen.EnvSetConfig
+	AgentProxyConfig = ragen.AgentProxyConfig
 )
-
-// TurnLevel reports whether the context window mode builds one sample per
-// turn (single_turn, limited_multi_turn).
-func (c AgentProxyConfig) TurnLevel() bool {
-	return c.ContextWindowMode == ContextSingleTurn || c.ContextWindowMode == ContextLimitedMultiTurn
-}
 
 // Resume modes (trainer.resume_mode).
 const (
@@ -229,10 +203,10 @@ const (
 	WarmupCosine   = "cosine"
 )
 
-// Batch adjust modes (agent_proxy.batch_adjust_mode).
+// Batch adjust modes (agent_proxy.batch_adjust_mode): package ragen's.
 const (
-	AdjustCopy   = "copy"
-	AdjustDelete = "delete"
+	AdjustCopy   = ragen.AdjustCopy
+	AdjustDelete = ragen.AdjustDelete
 )
 
 func defaultOptim(lr float64) OptimConfig {
@@ -246,6 +220,7 @@ func DefaultConfig() Config {
 	// Two variables: the decoder writes through these pointers, so a
 	// shared one would make the last of the two keys decoded set both.
 	keepActor, keepCritic := 1, 1
+	rollout := ragen.DefaultConfig()
 	return Config{
 		ModelPath:        "Qwen/Qwen2.5-3B-Instruct",
 		UpstreamFrozenLR: true,
@@ -278,8 +253,8 @@ func DefaultConfig() Config {
 			DefaultLocalDir:       "checkpoints/ragen/test",
 			GradientAnalysisEvery: 50,
 		},
-		ESManager:  ESManagerConfig{Train: EnvSetConfig{EnvGroups: 8, GroupSize: 16}},
-		AgentProxy: AgentProxyConfig{BatchAdjustMode: AdjustCopy, ContextWindowMode: ContextFull},
+		ESManager:  rollout.ESManager,
+		AgentProxy: rollout.AgentProxy,
 	}
 }
 
@@ -410,13 +385,8 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.filter_loss_scaling: %w", err))
 	}
 	// algorithm
-	switch c.Algorithm.AdvEstimator {
-	case algo.EstReMax:
-		errs = append(errs, errors.New("algorithm.adv_estimator=remax is not supported by the trainer (upstream exits: \"not tested\")"))
-	default:
-		if _, err := algo.Estimator(c.Algorithm.AdvEstimator); err != nil {
-			errs = append(errs, fmt.Errorf("algorithm.adv_estimator: %w", err))
-		}
+	if err := algo.CheckTrainerEstimator(c.Algorithm.AdvEstimator); err != nil {
+		errs = append(errs, fmt.Errorf("algorithm.adv_estimator: %w", err))
 	}
 	if err := c.AdvantageConfig().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("algorithm: %w", err))
@@ -428,8 +398,8 @@ func (c Config) Validate() error {
 		if _, err := algo.NewKLController(c.klControl()); err != nil {
 			errs = append(errs, fmt.Errorf("algorithm.kl_ctrl: %w", err))
 		}
-		if !validKLName(c.Algorithm.KLPenalty) {
-			errs = append(errs, fmt.Errorf("algorithm.kl_penalty: %w %q (valid: %s)", algo.ErrUnknownKLType, c.Algorithm.KLPenalty, strings.Join(algo.KLTypes(), ", ")))
+		if _, _, err := algo.ParseKLType(c.Algorithm.KLPenalty); err != nil {
+			errs = append(errs, fmt.Errorf("algorithm.kl_penalty: %w", err))
 		}
 		if !a.UseRef {
 			errs = append(errs, errors.New("algorithm.use_kl_in_reward needs a reference model (actor_rollout_ref.actor.use_ref=true)"))
@@ -484,29 +454,14 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("trainer.%s=%d must be >= 0 (null keeps all)", k.name, *k.v))
 		}
 	}
-	if c.ESManager.Train.EnvGroups < 1 || c.ESManager.Train.GroupSize < 1 {
-		errs = append(errs, fmt.Errorf("es_manager.train.env_groups=%d and group_size=%d must be >= 1", c.ESManager.Train.EnvGroups, c.ESManager.Train.GroupSize))
-	}
-	switch c.AgentProxy.BatchAdjustMode {
-	case AdjustCopy, AdjustDelete:
-	default:
-		errs = append(errs, fmt.Errorf("agent_proxy.batch_adjust_mode=%q is not one of copy, delete", c.AgentProxy.BatchAdjustMode))
-	}
-	switch c.AgentProxy.ContextWindowMode {
-	case "", ContextFull, ContextSingleTurn, ContextLimitedMultiTurn:
-	default:
-		errs = append(errs, fmt.Errorf("agent_proxy.context_window_mode=%q is not one of full, single_turn, limited_multi_turn", c.AgentProxy.ContextWindowMode))
-	}
+	// es_manager.train's sizes and agent_proxy.* are checked by package
+	// ragen, which owns them.
+	errs = append(errs, c.ESManager.Train.ValidateSizes("es_manager.train"), c.AgentProxy.Validate())
 	errs = append(errs, nonFinite("", reflect.ValueOf(c))...)
 	if c.PeakFLOPs < 0 || math.IsNaN(c.PeakFLOPs) {
 		errs = append(errs, fmt.Errorf("ragen_peak_flops=%g must be >= 0", c.PeakFLOPs))
 	}
 	return errors.Join(errs...)
-}
-
-func validKLName(name string) bool {
-	base, _ := strings.CutSuffix(name, "+")
-	return validKLBase(base)
 }
 
 func (c Config) klControl() algo.KLControlConfig {

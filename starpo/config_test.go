@@ -79,8 +79,11 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 			c.ActorRolloutRef.Actor.Optim.WarmupStyle = "linear"
 			c.Trainer.ResumeMode = "latest"
 			c.AgentProxy.BatchAdjustMode = "pad"
-		}, []string{"token-sum", `warmup_style="linear" is not supported`, `resume_mode="latest"`, `batch_adjust_mode="pad"`}},
-		{"remax refused", func(c *Config) { c.Algorithm.AdvEstimator = "remax" }, []string{"remax is not supported"}},
+		}, []string{"token-sum", `warmup_style="linear" is not supported`, `resume_mode="latest"`, `agent_proxy.batch_adjust_mode = "pad"`}},
+		{"context window mode", func(c *Config) { c.AgentProxy.ContextWindowMode = "limited" },
+			[]string{`agent_proxy.context_window_mode = "limited"`}},
+		{"train env groups", func(c *Config) { c.ESManager.Train.EnvGroups = 0 }, []string{"es_manager.train.env_groups = 0"}},
+		{"remax refused", func(c *Config) { c.Algorithm.AdvEstimator = "remax" }, []string{"algorithm.adv_estimator: algo: remax is not supported"}},
 		{"unknown estimator", func(c *Config) { c.Algorithm.AdvEstimator = "opo" }, []string{"algorithm.adv_estimator", "opo"}},
 		{"bi-level needs gae", func(c *Config) { c.Algorithm.AdvEstimator, c.Algorithm.BiLevelGAE = "grpo", true },
 			[]string{"bi_level_gae requires adv_estimator=gae"}},

@@ -2,6 +2,7 @@ package starpo
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,4 +42,18 @@ func TestBaseTreeDecodesToDefaultConfig(t *testing.T) {
 	assert.False(t, c.CriticEnabled())
 	assert.True(t, c.GlobalTokenMean)
 	assert.False(t, c.UpstreamFrozenLR)
+}
+
+// es_manager and agent_proxy decode onto package ragen's types; a
+// step_timeout in seconds (as the CLI reads it) must not fail the decode.
+func TestTreeDecodesRolloutBlocks(t *testing.T) {
+	tr, err := config.Load("base", []string{"+es_manager.step_timeout=300", "agent_proxy.batch_adjust_mode=delete", "agent_proxy.max_turn=3"})
+	require.NoError(t, err)
+	c := DefaultConfig()
+	require.NoError(t, tr.DecodeLoose("", &c))
+	assert.Equal(t, 300*time.Second, c.ESManager.StepTimeout)
+	assert.Equal(t, AdjustDelete, c.AgentProxy.BatchAdjustMode)
+	assert.Equal(t, 3, c.AgentProxy.MaxTurn)
+	assert.Equal(t, 8, c.ESManager.Train.EnvGroups)
+	require.NoError(t, c.Validate())
 }

@@ -183,12 +183,6 @@ func KLPenalty(s *torch.Scope, logp, ref *torch.Tensor, klType string) *torch.Te
 	return s.Add(s.Sub(k2, s.Detach(k2)), s.Detach(kl))
 }
 
-// validKLBase reports whether name is a KL type without the "+" suffix.
-func validKLBase(name string) bool {
-	_, st, err := algo.ParseKLType(name)
-	return err == nil && !st
-}
-
 // ValueLoss is veRL's compute_value_loss on tensors, per token:
 //
 //	v_clip = max(min(v_pred, V_old + ε_v), V_old − ε_v)
