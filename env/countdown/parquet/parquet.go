@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strings"
 
 	pq "github.com/parquet-go/parquet-go"
@@ -91,7 +92,12 @@ type leaf struct {
 // column finds top-level field name and the one leaf column under it: a
 // scalar, or a list of scalars (any of the LIST encodings, one repeated
 // level). Other shapes are an error naming the column.
-func (f *File) column(name string) (leaf, error) {
+func (f *File) column(name string) (l leaf, err error) {
+	defer func() {
+		if r := recover(); r != nil { // the library panics on some corrupt schemas
+			l, err = leaf{}, fmt.Errorf("parquet: column %q: corrupt schema: %v", name, r)
+		}
+	}()
 	var top *pq.Column
 	for _, c := range f.f.Root().Columns() {
 		if c.Name() == name {
@@ -125,7 +131,7 @@ func (f *File) column(name string) (leaf, error) {
 		}
 		c = kids[0]
 	}
-	l := leaf{col: c, kind: c.Type().Kind(), maxDef: c.MaxDefinitionLevel(), maxRep: c.MaxRepetitionLevel(), listDef: listDef}
+	l = leaf{col: c, kind: c.Type().Kind(), maxDef: c.MaxDefinitionLevel(), maxRep: c.MaxRepetitionLevel(), listDef: listDef}
 	if l.maxRep > 1 {
 		return leaf{}, fmt.Errorf("parquet: column %q is nested %d list levels deep; only one list level is supported", name, l.maxRep)
 	}
@@ -158,7 +164,7 @@ func (f *File) ReadColumn(name string, maxRows int) ([]Cell, error) {
 		if maxRows > 0 && len(rows) >= maxRows {
 			break
 		}
-		if err := f.checkPages(i, l.col.Index()); err != nil {
+		if err := f.checkPages(i, l); err != nil {
 			return nil, fmt.Errorf("parquet: column %s: %w", name, err)
 		}
 		n := len(rows)
@@ -176,16 +182,19 @@ func (f *File) ReadColumn(name string, maxRows int) ([]Cell, error) {
 // maxPageBytes bounds the uncompressed size a page header may claim.
 const maxPageBytes = 256 << 20
 
-// checkPages walks the page headers of column chunk col of row group rg and
-// checks their sizes against the chunk, because the library allocates what
-// a header claims before reading: one corrupt byte cost 3 GiB.
-func (f *File) checkPages(rg, col int) (err error) {
+// checkPages walks the page headers of leaf l's column chunk in row group
+// rg and checks their sizes against the chunk, and the value counts of the
+// run-length encoded levels and dictionary indices against the pages,
+// because the library allocates what a header or a run claims before
+// reading: one corrupt byte cost 3 GiB.
+func (f *File) checkPages(rg int, l leaf) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("corrupt page header: %v", r)
 		}
 	}()
-	md := f.f.Metadata().RowGroups[rg].Columns[col].MetaData
+	md := f.f.Metadata().RowGroups[rg].Columns[l.col.Index()].MetaData
+	var values int64 // the values of the data pages so far
 	start := md.DataPageOffset
 	if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
 		start = md.DictionaryPageOffset
@@ -223,7 +232,161 @@ func (f *File) checkPages(rg, col int) (err error) {
 				return fmt.Errorf("page at %d: snappy block claims %d bytes (limit %d)", pos, n, maxPageBytes)
 			}
 		}
+		if err := l.checkRuns(md, &h, f.data[pos:pos+int64(h.CompressedPageSize)], &values); err != nil {
+			return fmt.Errorf("page at %d: %w", pos, err)
+		}
 		pos += int64(h.CompressedPageSize)
+	}
+	return nil
+}
+
+// checkRuns checks one page: a dictionary page holds at most one value per
+// byte; a data page holds at most the values of the column chunk that
+// earlier pages left, and its repetition levels, definition levels and
+// dictionary indices hold no more values than the page (RLE runs are a
+// count and one value: 5 corrupt bytes claim 2^31 values, which the
+// library allocates, 1 byte each for levels and 4 for indices).
+func (l leaf) checkRuns(md format.ColumnMetaData, h *format.PageHeader, page []byte, values *int64) error {
+	if d := h.DictionaryPageHeader; d.Valid {
+		if d.V.NumValues < 0 || d.V.NumValues > h.UncompressedPageSize {
+			return fmt.Errorf("dictionary page claims %d values in %d bytes", d.V.NumValues, h.UncompressedPageSize)
+		}
+		return nil
+	}
+	var n int32
+	var enc format.Encoding
+	var rep, def, vals []byte // level streams (nil: not checked) and values
+	switch {
+	case h.DataPageHeader.Valid:
+		v := h.DataPageHeader.V
+		n, enc = v.NumValues, v.Encoding
+		if err := checkCount(n, md.NumValues, values); err != nil {
+			return err
+		}
+		if (l.maxRep == 0 && l.maxDef == 0 && !isDict(enc)) || (l.maxRep > 0 && v.RepetitionLevelEncoding != format.RLE) || (l.maxDef > 0 && v.DefinitionLevelEncoding != format.RLE) {
+			return nil // nothing run-length encoded to check, or the deprecated BIT_PACKED levels
+		}
+		// Levels and values are compressed together.
+		data, err := decompress(md.Codec, page, h.UncompressedPageSize)
+		if err != nil {
+			return err
+		}
+		prefixed := func(max int) ([]byte, error) {
+			if max == 0 {
+				return nil, nil
+			}
+			if len(data) < 4 {
+				return nil, errors.New("levels cut short")
+			}
+			k := int64(binary.LittleEndian.Uint32(data))
+			if k > int64(len(data)-4) {
+				return nil, fmt.Errorf("levels claim %d bytes, the page has %d", k, len(data)-4)
+			}
+			b := data[4 : 4+k]
+			data = data[4+k:]
+			return b, nil
+		}
+		if rep, err = prefixed(l.maxRep); err != nil {
+			return err
+		}
+		if def, err = prefixed(l.maxDef); err != nil {
+			return err
+		}
+		vals = data
+	case h.DataPageHeaderV2.Valid:
+		v := h.DataPageHeaderV2.V
+		n, enc = v.NumValues, v.Encoding
+		if err := checkCount(n, md.NumValues, values); err != nil {
+			return err
+		}
+		// Levels are never compressed; the level lengths were checked
+		// against the page in checkPages for snappy, here for all.
+		r, d := int64(v.RepetitionLevelsByteLength), int64(v.DefinitionLevelsByteLength)
+		if r < 0 || d < 0 || r+d > int64(len(page)) {
+			return fmt.Errorf("level lengths %d+%d exceed the %d-byte page", r, d, len(page))
+		}
+		rep, def = page[:r], page[r:r+d]
+		if isDict(enc) {
+			vals = page[r+d:]
+			if !v.IsCompressed.Valid || v.IsCompressed.V {
+				var err error
+				if vals, err = decompress(md.Codec, vals, h.UncompressedPageSize); err != nil {
+					return err
+				}
+			}
+		}
+	default:
+		return nil // an index page
+	}
+	limit := int64(n) + 7 // the last bit-packed group is padded to 8
+	if err := checkHybrid(rep, bits.Len(uint(l.maxRep)), limit); err != nil {
+		return fmt.Errorf("repetition levels: %w", err)
+	}
+	if err := checkHybrid(def, bits.Len(uint(l.maxDef)), limit); err != nil {
+		return fmt.Errorf("definition levels: %w", err)
+	}
+	if isDict(enc) && len(vals) > 0 {
+		if err := checkHybrid(vals[1:], int(vals[0]), limit); err != nil {
+			return fmt.Errorf("dictionary indices: %w", err)
+		}
+	}
+	return nil
+}
+
+func isDict(e format.Encoding) bool { return e == format.RLEDictionary || e == format.PlainDictionary }
+
+// checkCount adds a data page's value count to the chunk's running total
+// and checks both against the chunk's metadata.
+func checkCount(n int32, chunk int64, total *int64) error {
+	if n < 0 || *total+int64(n) > chunk {
+		return fmt.Errorf("data page claims %d values, the column chunk has %d left", n, chunk-*total)
+	}
+	*total += int64(n)
+	return nil
+}
+
+// decompress decodes a page into at most size bytes (size is bounded by
+// checkPages).
+func decompress(codec format.CompressionCodec, page []byte, size int32) ([]byte, error) {
+	if codec == format.Uncompressed {
+		return page, nil
+	}
+	out, err := pq.LookupCompressionCodec(codec).Decode(make([]byte, 0, size), page)
+	if err != nil {
+		return nil, fmt.Errorf("decompressing: %w", err)
+	}
+	if len(out) > int(size) {
+		return nil, fmt.Errorf("page decompresses to more than the %d bytes it claims", size)
+	}
+	return out, nil
+}
+
+// checkHybrid walks the runs of an RLE/bit-packing hybrid stream of the
+// given bit width and fails when they hold more than limit values. Other
+// malformations are left to the library's decoder.
+func checkHybrid(src []byte, width int, limit int64) error {
+	if width > 32 {
+		return fmt.Errorf("bit width %d", width)
+	}
+	var total int64
+	for i := 0; i < len(src); {
+		u, k := binary.Uvarint(src[i:])
+		if k <= 0 {
+			return nil
+		}
+		i += k
+		count := int64(u >> 1)
+		if u>>1 > uint64(limit) {
+			count = limit + 1
+		} else if u&1 != 0 { // bit-packed: count groups of 8 values
+			count *= 8
+			i += int(count * int64(width) / 8)
+		} else {
+			i += (width + 7) / 8
+		}
+		if total += count; total > limit {
+			return fmt.Errorf("runs claim more than the page's %d values", limit-7)
+		}
 	}
 	return nil
 }

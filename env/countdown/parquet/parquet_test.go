@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -181,4 +183,62 @@ func TestCorruptPageSize(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.ReadColumn(f.Columns()[0], 0)
 	assert.ErrorContains(t, err, "claims")
+}
+
+// TestCorruptRunLengths: one corrupt byte in a run-length header of the
+// levels or dictionary indices claimed up to 2^31 values, which the
+// library allocated (3 GiB for each of the first two files here, 0.5 GiB
+// for the third) before failing; checkPages rejects the runs first. The
+// offsets were found by mutating the test files at random.
+func TestCorruptRunLengths(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		pos      int
+		val      byte
+		wantText string
+	}{
+		{"snappy_dict.parquet", 2482, 149, "column nums: page at"},
+		{"snappy_v2.parquet", 1674, 241, "column target: page at"},
+		{"snappy_v2.parquet", 3482, 240, "column nums: page at"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		require.NoError(t, err)
+		b[tc.pos] = tc.val
+		f, err := Open(b)
+		require.NoError(t, err)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		before := ms.TotalAlloc
+		var errs []string
+		for _, c := range f.Columns() {
+			if _, err := f.ReadColumn(c, 0); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		runtime.ReadMemStats(&ms)
+		assert.Less(t, ms.TotalAlloc-before, uint64(64<<20), "%s: allocated", tc.file)
+		joined := strings.Join(errs, "\n")
+		assert.Contains(t, joined, tc.wantText)
+		assert.Contains(t, joined, "claim")
+	}
+}
+
+// TestCorruptSchemaKind: a corrupt logical type on a leaf (MAP) made the
+// library panic when asked for the column's kind; it is an error naming
+// the column.
+func TestCorruptSchemaKind(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "hf_zstd_dict.parquet"))
+	require.NoError(t, err)
+	for _, m := range [][2]int{{5010, 143}, {560, 149}, {7834, 102}, {12892, 44}} {
+		b[m[0]] = byte(m[1])
+	}
+	f, err := Open(b)
+	require.NoError(t, err)
+	var errs []string
+	for _, c := range f.Columns() {
+		if _, err := f.ReadColumn(c, 0); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	assert.Contains(t, strings.Join(errs, "\n"), "corrupt schema: cannot call Kind on parquet MAP type")
 }
