@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"ragen/config/rule"
 	"strconv"
 	"strings"
 )
@@ -180,7 +181,7 @@ func (r *resolver) evalInterp(body string, at []string) (any, error) {
 			leafKeys("", r.root, true, &r.allPaths)
 		}
 		tk := joinPath(target)
-		return nil, interpErr(atKey, "${%s} refers to missing key %s%s", body, tk, didYouMean(tk, r.allPaths))
+		return nil, interpErr(atKey, "${%s} refers to missing key %s%s", body, tk, rule.DidYouMean(tk, r.allPaths))
 	}
 	return r.resolvePath(target)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"ragen/config/rule"
 	"sort"
 	"strings"
 	"sync"
@@ -167,7 +168,7 @@ type notFoundError struct {
 
 func (e *notFoundError) Error() string {
 	return fmt.Sprintf("config: cannot find config %q%s; available: %s", e.name,
-		didYouMean(e.name, e.avail), strings.Join(e.avail, ", "))
+		rule.DidYouMean(e.name, e.avail), strings.Join(e.avail, ", "))
 }
 
 // available lists the config names on the search path.

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path"
+	"ragen/config/rule"
 	"sort"
 	"strings"
 )
@@ -47,7 +48,7 @@ func KnownModel(modelPath string) (ModelSpec, error) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	return ModelSpec{}, fmt.Errorf("config: memory: unknown model %q%s; known: %s (or give a ModelSpec)", modelPath, didYouMean(base, names), strings.Join(names, ", "))
+	return ModelSpec{}, fmt.Errorf("config: memory: unknown model %q%s; known: %s (or give a ModelSpec)", modelPath, rule.DidYouMean(base, names), strings.Join(names, ", "))
 }
 
 func (m ModelSpec) headDim() int {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"ragen/config/rule"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -483,7 +484,7 @@ func applyOverride(root *Map, ov Override) error {
 			return nil // deleting an inert key that is not there: nothing to do
 		}
 		if !exists {
-			return fmt.Errorf("config: could not delete %s: key does not exist%s", ov.Key, didYouMean(ov.Key, keys()))
+			return fmt.Errorf("config: could not delete %s: key does not exist%s", ov.Key, rule.DidYouMean(ov.Key, keys()))
 		}
 		if ov.HasValue && !equalValues(cur, ov.Value) {
 			return fmt.Errorf("config: could not delete %s: its value is %s, not %s", ov.Key, flowString(cur), flowString(ov.Value))
@@ -504,7 +505,7 @@ func applyOverride(root *Map, ov Override) error {
 	case Set:
 		if _, inert := Inert(ov.Key); !exists && !inert { // inert keys: see inert.go
 			return fmt.Errorf("config: could not override %s: key does not exist%s; to add it use +%s",
-				ov.Key, didYouMean(ov.Key, keys()), strings.TrimLeft(ov.Input, "+~"))
+				ov.Key, rule.DidYouMean(ov.Key, keys()), strings.TrimLeft(ov.Input, "+~"))
 		}
 	case Add:
 		_, isMap := ov.Value.(*Map)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"ragen/config/rule"
 	"reflect"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ func (t *Tree) get(path string) (any, error) {
 	}
 	v, ok := lookup(t.root, segs)
 	if !ok {
-		return nil, fmt.Errorf("config: %s: %w%s", path, ErrNotFound, didYouMean(path, t.allKeys()))
+		return nil, fmt.Errorf("config: %s: %w%s", path, ErrNotFound, rule.DidYouMean(path, t.allKeys()))
 	}
 	if s, ok := v.(string); ok && s == "???" {
 		return nil, fmt.Errorf("config: %s: missing mandatory value (???)", path)
@@ -345,7 +346,7 @@ func checkFields(path string, v any, typ reflect.Type, depth int) []error {
 						names = append(names, n)
 					}
 					hint := ""
-					if s := nearestKey(k, names); s != "" {
+					if s := rule.NearestKey(k, names); s != "" {
 						hint = " (did you mean " + joinKey(path, s) + "?)"
 					}
 					tn := typ.String()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"ragen/config/rule"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,19 +17,9 @@ import (
 	"ragen/track"
 )
 
-// Problem is one inconsistency found by Check.
-type Problem struct {
-	Key     string // the main key involved (dotted)
-	Msg     string // what disagrees and what would fit
-	Warning bool   // runs, but probably not what was meant (e.g. duplicated rows)
-}
-
-func (p Problem) Error() string {
-	if p.Warning {
-		return "config: warning: " + p.Key + ": " + p.Msg
-	}
-	return "config: " + p.Key + ": " + p.Msg
-}
+// Problem is one inconsistency found by Check (package rule's type, which
+// the packages that own keys return from their Validate methods).
+type Problem = rule.Problem
 
 // Valid names of the keys no pure package owns: trainer.resume_mode is
 // package starpo's (which config cannot import: it links libtorch) and
@@ -180,7 +171,7 @@ func (v *validator) oneOf(key string, valid []string) (string, bool) {
 
 func (v *validator) unknown(key, value, hintBase string, valid []string) {
 	valid = slices.Sorted(slices.Values(valid))
-	v.errf(key, "unknown value %q%s; valid: %s", value, didYouMean(hintBase, valid), strings.Join(valid, ", "))
+	v.errf(key, "unknown value %q%s; valid: %s", value, rule.DidYouMean(hintBase, valid), strings.Join(valid, ", "))
 }
 
 // pkgErr reports err, a package's verdict on the value at key, as a problem
@@ -193,7 +184,7 @@ func (v *validator) pkgErr(key, value string, err error, valid []string) {
 	}
 	q := strconv.Quote(value)
 	if i := strings.Index(msg, q); i >= 0 && !strings.Contains(msg, "did you mean") {
-		hint := didYouMean(strings.TrimSuffix(value, "+"), valid)
+		hint := rule.DidYouMean(strings.TrimSuffix(value, "+"), valid)
 		msg = msg[:i+len(q)] + hint + msg[i+len(q):]
 	}
 	v.errf(key, "%s", msg)
@@ -538,7 +529,7 @@ func (v *validator) envManagers() {
 			tag := tg.(string)
 			entry, ok := regMap.Get(tag)
 			if !ok {
-				v.errf(p+".env_configs.tags", "unknown env tag %q%s (tags are the keys of custom_envs)", tag, didYouMean(tag, tagNames))
+				v.errf(p+".env_configs.tags", "unknown env tag %q%s (tags are the keys of custom_envs)", tag, rule.DidYouMean(tag, tagNames))
 				continue
 			}
 			em, ok := entry.(*Map)
@@ -559,7 +550,7 @@ func (v *validator) envEntry(tag string, em *Map) {
 	} else if s, isStr := et.(string); !isStr {
 		v.errf(key+".env_type", "want a string, found %s", describe(et))
 	} else if types := envTypes(); !contains(types, s) {
-		v.errf(key+".env_type", "unknown env type %q%s; registered: %s", s, didYouMean(s, types), strings.Join(types, ", "))
+		v.errf(key+".env_type", "unknown env type %q%s; registered: %s", s, rule.DidYouMean(s, types), strings.Join(types, ", "))
 	} else {
 		defer v.envPreflight(tag, s, em)
 	}

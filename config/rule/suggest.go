@@ -1,4 +1,4 @@
-package config
+package rule
 
 import (
 	"sort"
@@ -32,11 +32,11 @@ func levenshtein(a, b string) int {
 	return prev[len(rb)]
 }
 
-// nearestKey returns the candidate closest to key: first a candidate that ends with
+// NearestKey returns the candidate closest to key: first a candidate that ends with
 // "."+key (the user gave a leaf name without its section; shortest such wins), otherwise
 // the smallest edit distance over whole dotted paths (ties: lexically first). It returns ""
 // when candidates is empty or the best match shares too little with key to help.
-func nearestKey(key string, candidates []string) string {
+func NearestKey(key string, candidates []string) string {
 	var suffix []string
 	for _, c := range candidates {
 		if strings.HasSuffix(c, "."+key) {
@@ -66,9 +66,9 @@ func nearestKey(key string, candidates []string) string {
 	return best
 }
 
-// didYouMean formats a suggestion suffix for error messages. When the key is a bare leaf
+// DidYouMean formats a suggestion suffix for error messages. When the key is a bare leaf
 // name that occurs in several sections, up to three of them are listed.
-func didYouMean(key string, candidates []string) string {
+func DidYouMean(key string, candidates []string) string {
 	var suffix []string
 	for _, c := range candidates {
 		if strings.HasSuffix(c, "."+key) {
@@ -82,7 +82,7 @@ func didYouMean(key string, candidates []string) string {
 		}
 		return " (did you mean " + strings.Join(suffix, " or ") + "?)"
 	}
-	if s := nearestKey(key, candidates); s != "" {
+	if s := NearestKey(key, candidates); s != "" {
 		return " (did you mean " + s + "?)"
 	}
 	return ""
