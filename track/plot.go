@@ -58,8 +58,8 @@ type PlotOptions struct {
 	// 0.6 by default; set NoSmoothing to draw the raw line only.
 	Smoothing   float64
 	NoSmoothing bool
-	NoSummary   bool // do not write summary.png
-	NoSVG       bool // do not write <name>.svg next to each <name>.png
+	NoSummary   bool // do not write summary.png (and summary.svg)
+	NoSVG       bool // do not write <name>.svg next to each <name>.png, nor summary.svg
 }
 
 func (o PlotOptions) withDefaults() (PlotOptions, error) {
@@ -88,7 +88,8 @@ func (o PlotOptions) withDefaults() (PlotOptions, error) {
 var ErrNoData = errors.New("track: plot: no data for any chart")
 
 // Plot writes one PNG per key into outDir plus summary.png, a grid of all
-// charts, and an SVG of each chart next to its PNG. Charts are drawn with
+// charts, and an SVG of each chart and of the grid (summary.svg) next to
+// its PNG. Charts are drawn with
 // gonum.org/v1/plot. Each key (or path.Match pattern) is one chart named
 // after it; nil keys draw DefaultCharts. Charts without data are skipped.
 // It returns the PNG paths written.
@@ -164,6 +165,11 @@ func PlotCharts(records []Record, charts []Chart, outDir string, opt PlotOptions
 			return written, err
 		}
 		written = append(written, pp)
+		if !opt.NoSVG {
+			if err := writeSummarySVG(filepath.Join(outDir, "summary.svg"), plots, opt.Width, opt.Height); err != nil {
+				return written, err
+			}
+		}
 	}
 	return written, nil
 }
@@ -190,6 +196,33 @@ func renderPNG(p *plot.Plot, w, h int) image.Image {
 func writeSVG(name string, p *plot.Plot, w, h int) error {
 	c := vgsvg.New(pxLen(w), pxLen(h))
 	p.Draw(chartCanvas(c))
+	return saveSVG(name, c)
+}
+
+// writeSummarySVG draws the charts in the grid of summaryGrid, each at
+// w×h, as one SVG.
+func writeSummarySVG(name string, plots []*plot.Plot, w, h int) error {
+	cols, rows := gridShape(len(plots))
+	c := vgsvg.New(pxLen(cols*w), pxLen(rows*h))
+	drawGrid(c, plots, w, h)
+	return saveSVG(name, c)
+}
+
+// drawGrid draws the charts onto c in the grid of summaryGrid.
+func drawGrid(c vg.Canvas, plots []*plot.Plot, w, h int) {
+	cols, rows := gridShape(len(plots))
+	m := vg.Points(6)
+	for i, p := range plots {
+		x, y := i%cols, rows-1-i/cols // vg's y axis points up
+		cell := vgdraw.Canvas{Canvas: c, Rectangle: vg.Rectangle{
+			Min: vg.Point{X: pxLen(x * w), Y: pxLen(y * h)},
+			Max: vg.Point{X: pxLen((x + 1) * w), Y: pxLen((y + 1) * h)},
+		}}
+		p.Draw(vgdraw.Crop(cell, 0, -m, 0, -m))
+	}
+}
+
+func saveSVG(name string, c *vgsvg.Canvas) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return fmt.Errorf("track: plot: %w", err)
@@ -204,14 +237,7 @@ func writeSVG(name string, p *plot.Plot, w, h int) error {
 
 // summaryGrid tiles the charts, two columns up to four charts, three beyond.
 func summaryGrid(imgs []image.Image) *image.RGBA {
-	cols := 2
-	switch {
-	case len(imgs) == 1:
-		cols = 1
-	case len(imgs) > 4:
-		cols = 3
-	}
-	rows := (len(imgs) + cols - 1) / cols
+	cols, rows := gridShape(len(imgs))
 	cw, ch := imgs[0].Bounds().Dx(), imgs[0].Bounds().Dy()
 	out := image.NewRGBA(image.Rect(0, 0, cols*cw, rows*ch))
 	draw.Draw(out, out.Bounds(), image.NewUniform(colBackground), image.Point{}, draw.Src)
@@ -220,6 +246,19 @@ func summaryGrid(imgs []image.Image) *image.RGBA {
 		draw.Draw(out, image.Rectangle{Min: at, Max: at.Add(img.Bounds().Size())}, img, img.Bounds().Min, draw.Src)
 	}
 	return out
+}
+
+// gridShape is the summary grid for n charts: two columns up to four
+// charts, three beyond.
+func gridShape(n int) (cols, rows int) {
+	cols = 2
+	switch {
+	case n == 1:
+		cols = 1
+	case n > 4:
+		cols = 3
+	}
+	return cols, (n + cols - 1) / cols
 }
 
 func writePNG(p string, img image.Image) error {

@@ -248,6 +248,20 @@ func TestPlotJSONLDefaultCharts(t *testing.T) {
 	if b := decodePNG(t, filepath.Join(out, "summary.png")).Bounds(); b.Dx() != 1280 || b.Dy() != 800 {
 		t.Errorf("summary size %v", b)
 	}
+	// summary.svg is the same grid in vector form: 1280×800 px at 96 dpi
+	// is 960×600 pt, with each chart's title.
+	svg, err := os.ReadFile(filepath.Join(out, "summary.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(svg, []byte(`width="960pt" height="600pt"`)) {
+		t.Errorf("summary.svg size: %.300s", svg)
+	}
+	for _, title := range []string{"success", "reward", "filter_kept_ratio"} {
+		if !bytes.Contains(svg, []byte(title)) {
+			t.Errorf("summary.svg has no %q", title)
+		}
+	}
 }
 
 func TestPlotKeys(t *testing.T) {
