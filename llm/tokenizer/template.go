@@ -45,12 +45,13 @@ func ParseTemplate(src string) (t *Template, err error) {
 	// The source is compiled once as written, so that syntax errors name
 	// the user's lines, columns and tokens (the engine's call-argument
 	// parser would accept "{{ a ; b }}" once wrapped in __ragen_str( )),
-	// and then with Python's str() put in (template_str.go).
-	norm := leadingBlockIndent(rewriteTojson(normalizeSource(src)))
+	// and then rewritten (rewriteTags: Python's str() and tojson with
+	// arguments).
+	norm := leadingBlockIndent(normalizeSource(src))
 	if _, err := jinja.Compile(sentinel + norm); err != nil {
 		return nil, &TemplateError{Msg: err.Error()}
 	}
-	jt, err := jinja.Compile(sentinel + rewritePyStr(norm))
+	jt, err := jinja.Compile(sentinel + rewriteTags(norm))
 	if err != nil {
 		return nil, &TemplateError{Msg: err.Error()}
 	}

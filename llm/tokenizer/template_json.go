@@ -25,36 +25,13 @@ const jsonDumpsName = "__ragen_tojson"
 
 var tojsonArgs = regexp.MustCompile(`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\[\]{}%]*\])*)\s*\|\s*tojson\s*\(((?:[^()]|\([^()]*\))*)\)`)
 
-// rewriteTojson applies the rewrite inside {{ }} and {% %} tags only.
-func rewriteTojson(src string) string {
-	if !strings.Contains(src, "tojson") {
-		return src
+// rewriteTojson applies the rewrite to the body of one {{ }} or {% %} tag
+// (rewriteTags finds the tags).
+func rewriteTojson(body string) string {
+	if !strings.Contains(body, "tojson") {
+		return body
 	}
-	var sb strings.Builder
-	for {
-		i := strings.Index(src, "{{")
-		j := strings.Index(src, "{%")
-		if j >= 0 && (i < 0 || j < i) {
-			i = j
-		}
-		if i < 0 {
-			sb.WriteString(src)
-			return sb.String()
-		}
-		closer := "}}"
-		if src[i+1] == '%' {
-			closer = "%}"
-		}
-		k := strings.Index(src[i+2:], closer)
-		if k < 0 {
-			sb.WriteString(src)
-			return sb.String()
-		}
-		end := i + 2 + k + 2
-		sb.WriteString(src[:i])
-		sb.WriteString(tojsonArgs.ReplaceAllString(src[i:end], jsonDumpsName+"($1, $2)"))
-		src = src[end:]
-	}
+	return tojsonArgs.ReplaceAllString(body, jsonDumpsName+"($1, $2)")
 }
 
 // jsonDumps is Python's json.dumps(x, ensure_ascii=False, indent=None,

@@ -148,18 +148,3 @@ func TestTemplateFamilies(t *testing.T) {
 	}
 	t.Logf("%d cases rendered by Jinja2 %s: %v", len(fx.Cases), fx.Jinja2, perFamily)
 }
-
-func TestRewriteTojson(t *testing.T) {
-	for in, want := range map[string]string{
-		"{{ t | tojson(indent=4) }}": "{{ __ragen_tojson(t, indent=4) }}",
-		"{%- set s = m.tool_calls[0].function|tojson(separators=(',', ':')) %}": "{%- set s = __ragen_tojson(m.tool_calls[0].function, separators=(',', ':')) %}",
-		"text x | tojson(indent=2) {{ x | tojson }}":                            "text x | tojson(indent=2) {{ x | tojson }}",
-		"{# t | tojson(indent=4) #}":                                            "{# t | tojson(indent=4) #}",
-		"{{ 'a' }} {{ d['k'] | tojson(indent=2) }}":                             "{{ 'a' }} {{ __ragen_tojson(d['k'], indent=2) }}",
-		"{{ t | tojson(indent=4)":                                               "{{ t | tojson(indent=4)",
-	} {
-		if got := rewriteTojson(in); got != want {
-			t.Errorf("rewriteTojson(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

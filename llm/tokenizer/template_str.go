@@ -172,11 +172,13 @@ func pyStrRepr(sb *strings.Builder, s string) {
 	sb.WriteRune(quote)
 }
 
-// rewritePyStr wraps the expression of every {{ }} tag in __ragen_str( )
-// and renames the trim and string filters in {{ }} and {% %} tags. It finds
-// tags as the engine's scanner does (quotes inside a tag hide closers;
-// comments end at the first #}) and leaves {% raw %} blocks alone.
-func rewritePyStr(src string) string {
+// rewriteTags rewrites the tags of a template for the engine: in {{ }} and
+// {% %} tags, tojson with arguments becomes a jsonDumps call
+// (template_json.go) and the trim and string filters are renamed; the
+// expression of every {{ }} tag is wrapped in __ragen_str( ). It finds tags
+// as the engine's scanner does (quotes inside a tag hide closers; comments
+// end at the first #}) and leaves comments and {% raw %} blocks alone.
+func rewriteTags(src string) string {
 	var sb strings.Builder
 	raw := false
 	for i := 0; ; {
@@ -211,12 +213,12 @@ func rewritePyStr(src string) string {
 			if raw || word == "endraw" {
 				sb.WriteString(body)
 			} else {
-				sb.WriteString(renameStrFilters(body))
+				sb.WriteString(renameStrFilters(rewriteTojson(body)))
 			}
 		case raw || strings.TrimSpace(body) == "":
 			sb.WriteString(body)
 		default:
-			sb.WriteString(pyStrName + "(" + renameStrFilters(body) + ")")
+			sb.WriteString(pyStrName + "(" + renameStrFilters(rewriteTojson(body)) + ")")
 		}
 		sb.WriteString(src[end:next])
 		i = next

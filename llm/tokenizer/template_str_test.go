@@ -38,7 +38,7 @@ func TestTemplatePyStr(t *testing.T) {
 	}
 }
 
-func TestRewritePyStr(t *testing.T) {
+func TestRewriteTags(t *testing.T) {
 	for in, want := range map[string]string{
 		"a {{- x | trim -}} b":                     "a {{-__ragen_str( x | __ragen_trim )-}} b",
 		"{% if m.content|string %}{{ '|trim' }}":   "{% if m.content|__ragen_string %}{{__ragen_str( '|trim' )}}",
@@ -46,9 +46,16 @@ func TestRewritePyStr(t *testing.T) {
 		"{% raw %}{{ x|trim }}{% endraw %}{{ y }}": "{% raw %}{{ x|trim }}{% endraw %}{{__ragen_str( y )}}",
 		"{# {{ x }} ' #}{{ x | trimmed }}":         "{# {{ x }} ' #}{{__ragen_str( x | trimmed )}}",
 		"{{ x ":                                    "{{ x ",
+		// tojson with arguments (template_json.go)
+		"{{ t | tojson(indent=4) }}": "{{__ragen_str( __ragen_tojson(t, indent=4) )}}",
+		"{%- set s = m.tool_calls[0].function|tojson(separators=(',', ':')) %}": "{%- set s = __ragen_tojson(m.tool_calls[0].function, separators=(',', ':')) %}",
+		"text x | tojson(indent=2) {{ x | tojson }}":                            "text x | tojson(indent=2) {{__ragen_str( x | tojson )}}",
+		"{# t | tojson(indent=4) #}":                                            "{# t | tojson(indent=4) #}",
+		"{{ 'a' }} {{ d['k'] | tojson(indent=2) }}":                             "{{__ragen_str( 'a' )}} {{__ragen_str( __ragen_tojson(d['k'], indent=2) )}}",
+		"{{ t | tojson(indent=4)":                                               "{{ t | tojson(indent=4)",
 	} {
-		if got := rewritePyStr(in); got != want {
-			t.Errorf("rewritePyStr(%q) = %q, want %q", in, got, want)
+		if got := rewriteTags(in); got != want {
+			t.Errorf("rewriteTags(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
