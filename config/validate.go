@@ -53,6 +53,8 @@ func Check(t *Tree) []Problem {
 	v.envManagers()
 	v.names()
 	v.ranges()
+	v.rolloutCore()
+	sort.SliceStable(v.out, func(i, j int) bool { return v.out[i].Warning != v.out[j].Warning && !v.out[i].Warning })
 	return v.out
 }
 
@@ -61,8 +63,12 @@ type validator struct {
 	out []Problem
 }
 
+// errf reports a problem of key once (several checks read the same key).
 func (v *validator) errf(key, format string, args ...any) {
-	v.out = append(v.out, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+	p := Problem{Key: key, Msg: fmt.Sprintf(format, args...)}
+	if !slices.Contains(v.out, p) {
+		v.out = append(v.out, p)
+	}
 }
 
 // reported says whether an error about key was already reported.
@@ -73,6 +79,83 @@ func (v *validator) reported(key string) bool {
 		}
 	}
 	return false
+}
+
+// add reports a package's verdict: its Problems under their keys (except
+// where a problem of the same key, or of a key inside or around it, was
+// already reported: the tree checks run first and say more about a value
+// of the wrong type), any other error under fallback.
+func (v *validator) add(fallback string, err error) {
+	ps, other := rule.Problems(err)
+	for _, p := range ps {
+		if !p.Warning && v.reportedNear(p.Key) {
+			continue
+		}
+		v.out = append(v.out, p)
+	}
+	for _, e := range other {
+		v.errf(fallback, "%v", e)
+	}
+}
+
+// reportedNear says whether an error about key, a key inside it or the key
+// it is inside of was already reported.
+func (v *validator) reportedNear(key string) bool {
+	near := func(a, b string) bool {
+		return a == b || (strings.HasPrefix(a, b) && strings.ContainsRune(".[", rune(a[len(b)])))
+	}
+	for _, p := range v.out {
+		if !p.Warning && (near(p.Key, key) || near(key, p.Key)) {
+			return true
+		}
+	}
+	return false
+}
+
+// rolloutCore runs package ragen's checks (es_manager, custom_envs,
+// agent_proxy, the rollout lengths) on the tree's values: the tree decoded
+// onto ragen.DefaultConfig() as the CLI does (null keeps the default),
+// with empty env sets, so that a missing one is reported once, as missing.
+func (v *validator) rolloutCore() {
+	rc := ragen.DefaultConfig()
+	rc.ESManager.Train, rc.ESManager.Val = ragen.EnvSetConfig{}, ragen.EnvSetConfig{}
+	for _, d := range []struct {
+		key string
+		dst any
+	}{{"es_manager", &rc.ESManager}, {"custom_envs", &rc.CustomEnvs}, {"agent_proxy", &rc.AgentProxy}, {"actor_rollout_ref.rollout", &rc.Rollout}} {
+		if x, ok := v.raw(d.key); ok {
+			decodePartial(x, d.dst)
+		}
+	}
+	v.add("es_manager", rc.Validate())
+}
+
+// decodePartial decodes x onto dst as far as its values fit (yaml.v3 goes
+// on past a value of the wrong type; the tree checks report those), with
+// null values left out so they keep dst's defaults.
+func decodePartial(x any, dst any) {
+	_ = toNode(withoutNulls(x)).Decode(dst)
+}
+
+func withoutNulls(x any) any {
+	switch t := x.(type) {
+	case *Map:
+		out := newMap()
+		for _, k := range t.keys {
+			if e := t.vals[k]; e != nil {
+				out.keys = append(out.keys, k)
+				out.vals[k] = withoutNulls(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = withoutNulls(e)
+		}
+		return out
+	}
+	return x
 }
 
 func (v *validator) warnf(key, format string, args ...any) {
@@ -485,52 +568,27 @@ func (v *validator) startupAsserts() {
 	}
 }
 
-// envManagers checks es_manager.{train,val}: tags/n_groups lengths and sums, known tags.
+// envManagers checks the types of es_manager.{train,val} (sizes, tags,
+// n_groups) and every selected custom_envs entry; the bookkeeping between
+// them (sizes >= 1, one count per tag, counts summing to env_groups, known
+// tags) is package ragen's (rolloutCore).
 func (v *validator) envManagers() {
-	var tagNames []string
-	reg, hasReg := v.raw("custom_envs")
+	reg, _ := v.raw("custom_envs")
 	regMap, _ := reg.(*Map)
-	if hasReg && regMap != nil {
-		tagNames = regMap.Keys()
-	}
 	for _, mode := range []string{"train", "val"} {
 		p := "es_manager." + mode
-		groups, okG := v.intAt(p+".env_groups", true, false)
-		if okG && groups < 1 {
-			v.errf(p+".env_groups", "must be >= 1, got %d", groups)
-			okG = false
-		}
-		if size, ok := v.intAt(p+".group_size", true, false); ok && size < 1 {
-			v.errf(p+".group_size", "must be >= 1, got %d", size)
-		}
+		v.intAt(p+".env_groups", true, false)
+		v.intAt(p+".group_size", true, false)
 		tags, okT := v.listAt(p+".env_configs.tags", "string")
-		ng, okN := v.listAt(p+".env_configs.n_groups", "int")
-		if !okT || !okN {
-			continue
-		}
-		if len(tags) != len(ng) {
-			v.errf(p+".env_configs.n_groups", "has %d entries but tags has %d (%s); give one group count per tag", len(ng), len(tags), flowString(tags))
-			continue
-		}
-		sum := 0
-		for i, n := range ng {
-			if n.(int) < 0 {
-				v.errf(fmt.Sprintf("%s.env_configs.n_groups[%d]", p, i), "must be >= 0, got %d", n.(int))
-			}
-			sum += n.(int)
-		}
-		if okG && sum != groups {
-			v.errf(p+".env_configs.n_groups", "%s sums to %d but env_groups=%d; make them agree (set env_groups=%d or change n_groups)", flowString(ng), sum, groups, sum)
-		}
-		if regMap == nil {
+		v.listAt(p+".env_configs.n_groups", "int")
+		if !okT || regMap == nil {
 			continue
 		}
 		for _, tg := range tags {
 			tag := tg.(string)
 			entry, ok := regMap.Get(tag)
 			if !ok {
-				v.errf(p+".env_configs.tags", "unknown env tag %q%s (tags are the keys of custom_envs)", tag, rule.DidYouMean(tag, tagNames))
-				continue
+				continue // ragen reports the unknown tag
 			}
 			em, ok := entry.(*Map)
 			if !ok {
@@ -556,9 +614,13 @@ func (v *validator) envEntry(tag string, em *Map) {
 	}
 	if m, ok := em.Get("max_actions_per_traj"); !ok {
 		v.errf(key+".max_actions_per_traj", "missing (required)")
-	} else if n, isInt := m.(int); !isInt || n < 1 {
-		v.errf(key+".max_actions_per_traj", "want an integer >= 1, found %s", describe(m))
+	} else if _, isInt := m.(int); !isInt {
+		v.errf(key+".max_actions_per_traj", "want an integer, found %s", describe(m))
 	}
+	// The entry's ranges are package ragen's.
+	var spec ragen.EnvSpec
+	decodePartial(em, &spec)
+	v.add(key, spec.Validate(tag))
 	if cfg, ok := em.Get("env_config"); ok && cfg != nil {
 		cm, isMap := cfg.(*Map)
 		if !isMap {
@@ -666,10 +728,6 @@ func (v *validator) names() {
 	}
 	v.oneOf("actor_rollout_ref.rollout.gradient_analysis_bucket_mode", filter.BucketModes())
 	v.oneOf("actor_rollout_ref.actor.filter_loss_scaling", algo.FilterScalings())
-	v.oneOf("agent_proxy.context_window_mode", ragen.ContextWindowModes())
-	v.oneOf("agent_proxy.batch_adjust_mode", ragen.BatchAdjustModes())
-	v.oneOf("agent_proxy.reward_normalization.grouping", ragen.RewardGroupings())
-	v.oneOf("agent_proxy.reward_normalization.method", ragen.RewardNormMethods())
 	v.oneOf("trainer.resume_mode", validResumeModes)
 	if x, ok := v.raw("trainer.logger"); ok && x != nil {
 		loggers := track.LoggerNames()
@@ -745,8 +803,11 @@ func (v *validator) ranges() {
 		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", lo: 0, hi: inf},
 		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", lo: 0, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", lo: 1, hi: inf, integer: true},
-		{key: "actor_rollout_ref.rollout.response_length", lo: 1, hi: inf, integer: true},
-		{key: "actor_rollout_ref.rollout.max_model_len", lo: 1, hi: inf, nullable: true, integer: true},
+		// Integer keys whose range is another package's (ragen: rolloutCore).
+		{key: "actor_rollout_ref.rollout.response_length", lo: -inf, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.max_model_len", lo: -inf, hi: inf, nullable: true, integer: true},
+		{key: "agent_proxy.max_turn", lo: -inf, hi: inf, integer: true},
+		{key: "agent_proxy.max_actions_per_turn", lo: -inf, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.tensor_model_parallel_size", lo: 1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.actor.optim.lr", lo: 0, hi: inf, loOpen: true},
 		{key: "actor_rollout_ref.actor.optim.weight_decay", lo: 0, hi: inf},
@@ -768,8 +829,6 @@ func (v *validator) ranges() {
 		{key: "algorithm.kl_ctrl.kl_coef", lo: 0, hi: inf},
 		{key: "algorithm.kl_ctrl.target_kl", lo: 0, hi: inf, loOpen: true, cond: adaptive},
 		{key: "algorithm.kl_ctrl.horizon", lo: 0, hi: inf, loOpen: true, cond: adaptive},
-		{key: "agent_proxy.max_turn", lo: 1, hi: inf, integer: true},
-		{key: "agent_proxy.max_actions_per_turn", lo: 1, hi: inf, integer: true},
 		{key: "collapse_detection.compute_freq", lo: 1, hi: inf, integer: true},
 		{key: "collapse_detection.micro_batch_size", lo: 1, hi: inf, integer: true},
 		{key: "trainer.total_training_steps", lo: 1, hi: inf, integer: true},
@@ -859,10 +918,6 @@ func (v *validator) ranges() {
 			}
 		}
 	}
-	if s, ok := v.raw("agent_proxy.action_sep"); ok && s == "" {
-		v.errf("agent_proxy.action_sep", "must not be empty")
-	}
-	sort.SliceStable(v.out, func(i, j int) bool { return v.out[i].Warning != v.out[j].Warning && !v.out[i].Warning })
 }
 
 func rangeText(c rangeCheck) string {

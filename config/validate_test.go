@@ -70,6 +70,14 @@ func TestValidateMessages(t *testing.T) {
 			[]string{`custom_envs.CoordSokoban.env_type: unknown env type "sokobann" (did you mean sokoban?)`}},
 		{"unregistered spatial", "base", []string{"custom_envs.CoordSokoban.env_type=spatial"},
 			[]string{`unknown env type "spatial"`}},
+		{"max actions per traj", "base", []string{"custom_envs.CoordSokoban.max_actions_per_traj=0"},
+			[]string{"custom_envs.CoordSokoban.max_actions_per_traj: 0 is out of range: want >= 1"}},
+		{"pipeline parts", "base", []string{"+agent_proxy.pipeline_parts=-1"},
+			[]string{"agent_proxy.pipeline_parts: -1 is out of range: want >= 0"}},
+		{"response length", "base", []string{"actor_rollout_ref.rollout.response_length=0"},
+			[]string{"actor_rollout_ref.rollout.response_length: 0 is out of range: want >= 1"}},
+		{"step timeout", "base", []string{"+es_manager.step_timeout=-5"},
+			[]string{"es_manager.step_timeout: -5s is out of range: want >= 0"}},
 		{"success rate", "_3_frozen_lake", []string{"custom_envs.CoordFrozenLake.env_config.success_rate=1.5"},
 			[]string{"success_rate: must be a probability in [0, 1], got 1.5"}},
 		// names
@@ -226,6 +234,8 @@ func TestValidateAcceptsUpstreamVariants(t *testing.T) {
 		{"critic.optim.lr=0", "algorithm.adv_estimator=grpo"}, // no critic: its lr is unused
 		{"model_path=meta-llama/Llama-3.2-3B-Instruct"},
 		{"lora.rank=64"},
+		{"actor_rollout_ref.rollout.max_model_len=null"},
+		{"+es_manager.step_timeout=90s"},
 		// train.py's filter-capacity assert reads the top-level ppo_mini_batch_size (32):
 		// 8 x 16 x 0.25 = 32 >= 32 passes even though the actor's own key says 64.
 		{"actor_rollout_ref.rollout.rollout_filter_value=0.25", "actor_rollout_ref.actor.ppo_mini_batch_size=64"},

@@ -3,11 +3,14 @@ package ragen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"ragen/config/rule"
 
 	"ragen/env"
 )
@@ -233,60 +236,83 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports every problem of the config at once.
+// Validate reports every problem of the config at once, each a
+// rule.Problem naming its key (package config reports them under it).
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("ragen: config: "+format, a...)) }
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	tags := slices.Sorted(maps.Keys(c.CustomEnvs))
 	for _, m := range []struct {
 		name string
 		set  EnvSetConfig
 	}{{"es_manager.train", c.ESManager.Train}, {"es_manager.val", c.ESManager.Val}} {
-		s := m.set
-		if err := s.ValidateSizes(m.name); err != nil {
-			errs = append(errs, err)
-		}
-		if len(s.EnvConfigs.Tags) != len(s.EnvConfigs.NGroups) {
-			bad("%s.env_configs: %d tags but %d n_groups", m.name, len(s.EnvConfigs.Tags), len(s.EnvConfigs.NGroups))
-		}
+		add(m.set.validate(m.name, tags))
+	}
+	for _, t := range tags {
+		add(c.CustomEnvs[t].Validate(t))
+	}
+	add(c.AgentProxy.Validate())
+	add(rule.AtLeast("actor_rollout_ref.rollout.response_length", c.Rollout.ResponseLength, 1))
+	add(rule.AtLeast("actor_rollout_ref.rollout.max_model_len", c.Rollout.MaxModelLen, 1))
+	if c.ESManager.StepTimeout < 0 {
+		add(rule.Errorf("es_manager.step_timeout", "%v is out of range: want >= 0", c.ESManager.StepTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks one env set (at key name, e.g. es_manager.train) against
+// the tags of custom_envs.
+func (s EnvSetConfig) validate(name string, tags []string) error {
+	errs := []error{s.ValidateSizes(name)}
+	ec := s.EnvConfigs
+	key := name + ".env_configs.n_groups"
+	if len(ec.Tags) != len(ec.NGroups) {
+		errs = append(errs, rule.Errorf(key, "has %d entries but tags has %d (%s); give one group count per tag",
+			len(ec.NGroups), len(ec.Tags), list(ec.Tags)))
+	} else {
 		sum := 0
-		for i, n := range s.EnvConfigs.NGroups {
+		for i, n := range ec.NGroups {
 			if n < 0 {
-				bad("%s.env_configs.n_groups[%d] = %d, want ≥ 0", m.name, i, n)
+				errs = append(errs, rule.Errorf(fmt.Sprintf("%s[%d]", key, i), "must be >= 0, got %d", n))
 			}
 			sum += n
 		}
-		if sum != s.EnvGroups {
-			bad("%s: sum(n_groups) = %d but env_groups = %d", m.name, sum, s.EnvGroups)
-		}
-		for _, t := range s.EnvConfigs.Tags {
-			spec, ok := c.CustomEnvs[t]
-			if !ok {
-				bad("%s: tag %q is not in custom_envs", m.name, t)
-				continue
-			}
-			if spec.EnvType == "" {
-				bad("custom_envs.%s.env_type is empty", t)
-			}
-			if spec.MaxActionsPerTraj < 1 {
-				bad("custom_envs.%s.max_actions_per_traj = %d, want ≥ 1", t, spec.MaxActionsPerTraj)
-			}
-			if spec.MaxTokens < 0 {
-				bad("custom_envs.%s.max_tokens = %d, want ≥ 0", t, spec.MaxTokens)
-			}
+		if s.EnvGroups >= 1 && sum != s.EnvGroups {
+			errs = append(errs, rule.Errorf(key, "%s sums to %d but env_groups=%d; make them agree (set env_groups=%d or change n_groups)",
+				list(ec.NGroups), sum, s.EnvGroups, sum))
 		}
 	}
-	if err := c.AgentProxy.Validate(); err != nil {
-		errs = append(errs, err)
+	for _, t := range ec.Tags {
+		if !slices.Contains(tags, t) {
+			errs = append(errs, rule.Errorf(name+".env_configs.tags", "unknown env tag %q%s (tags are the keys of custom_envs)", t, rule.DidYouMean(t, tags)))
+		}
 	}
-	if c.Rollout.ResponseLength < 1 {
-		bad("rollout.response_length = %d, want ≥ 1", c.Rollout.ResponseLength)
+	return errors.Join(errs...)
+}
+
+// list formats a list as YAML's flow style does: [a, b].
+func list[T any](xs []T) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
 	}
-	if c.Rollout.MaxModelLen < 1 {
-		bad("rollout.max_model_len = %d, want ≥ 1", c.Rollout.MaxModelLen)
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// Validate checks the custom_envs entry of tag; the problems name keys
+// custom_envs.<tag>.*.
+func (e EnvSpec) Validate(tag string) error {
+	name := "custom_envs." + tag
+	var errs []error
+	if e.EnvType == "" {
+		errs = append(errs, rule.Errorf(name+".env_type", "missing (required)"))
 	}
-	if c.ESManager.StepTimeout < 0 {
-		bad("es_manager.step_timeout = %v, want ≥ 0", c.ESManager.StepTimeout)
-	}
+	errs = append(errs, rule.AtLeast(name+".max_actions_per_traj", e.MaxActionsPerTraj, 1),
+		rule.AtLeast(name+".max_tokens", e.MaxTokens, 0))
 	return errors.Join(errs...)
 }
 
@@ -295,40 +321,33 @@ func (c Config) Validate() error {
 func (s EnvSetConfig) ValidateSizes(name string) error {
 	var errs []error
 	if s.EnvGroups < 1 {
-		errs = append(errs, fmt.Errorf("ragen: config: %s.env_groups = %d, want ≥ 1", name, s.EnvGroups))
+		errs = append(errs, rule.Errorf(name+".env_groups", "must be >= 1, got %d", s.EnvGroups))
 	}
 	if s.GroupSize < 1 {
-		errs = append(errs, fmt.Errorf("ragen: config: %s.group_size = %d, want ≥ 1", name, s.GroupSize))
+		errs = append(errs, rule.Errorf(name+".group_size", "must be >= 1, got %d", s.GroupSize))
 	}
 	return errors.Join(errs...)
 }
 
-// Validate reports every problem of agent_proxy.* at once; each error
-// names its key.
+// Validate reports every problem of agent_proxy.* at once, each a
+// rule.Problem naming its key.
 func (a AgentProxyConfig) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("ragen: config: "+format, args...)) }
 	oneOf := func(key, got string, valid []string) {
 		if !slices.Contains(valid, got) {
-			bad("%s = %q, want one of %s", key, got, strings.Join(valid, ", "))
+			errs = append(errs, rule.Unknown(key, got, valid))
 		}
 	}
 	oneOf("agent_proxy.context_window_mode", a.ContextWindowMode, ContextWindowModes())
 	oneOf("agent_proxy.batch_adjust_mode", a.BatchAdjustMode, BatchAdjustModes())
-	if a.MaxTurn < 1 {
-		bad("agent_proxy.max_turn = %d, want ≥ 1", a.MaxTurn)
-	}
+	errs = append(errs, rule.AtLeast("agent_proxy.max_turn", a.MaxTurn, 1),
+		rule.AtLeast("agent_proxy.max_actions_per_turn", a.MaxActionsPerTurn, 1))
 	if a.ActionSep == "" {
-		bad("agent_proxy.action_sep is empty")
-	}
-	if a.MaxActionsPerTurn < 1 {
-		bad("agent_proxy.max_actions_per_turn = %d, want ≥ 1", a.MaxActionsPerTurn)
+		errs = append(errs, rule.Errorf("agent_proxy.action_sep", "must not be empty"))
 	}
 	oneOf("agent_proxy.reward_normalization.grouping", a.RewardNormalization.Grouping, RewardGroupings())
 	oneOf("agent_proxy.reward_normalization.method", a.RewardNormalization.Method, RewardNormMethods())
-	if a.PipelineParts < 0 {
-		bad("agent_proxy.pipeline_parts = %d, want ≥ 0", a.PipelineParts)
-	}
+	errs = append(errs, rule.AtLeast("agent_proxy.pipeline_parts", a.PipelineParts, 0))
 	return errors.Join(errs...)
 }
 

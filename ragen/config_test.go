@@ -24,7 +24,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, SamplingConfig{DoSample: true, Temperature: 0.5, TopP: 1, TopK: -1}, c.Rollout.ValKwargs)
 	assert.True(t, c.EnableResponseMask)
 	// The env table comes from config/envs.yaml; without it the tag is unknown.
-	assert.ErrorContains(t, c.Validate(), `tag "CoordSokoban" is not in custom_envs`)
+	assert.ErrorContains(t, c.Validate(), `es_manager.train.env_configs.tags: unknown env tag "CoordSokoban" (tags are the keys of custom_envs)`)
 	c.CustomEnvs["CoordSokoban"] = EnvSpec{EnvType: "sokoban", MaxActionsPerTraj: 10, MaxTokens: 120}
 	assert.NoError(t, c.Validate())
 }
@@ -72,7 +72,10 @@ func TestConfigValidateListsEverything(t *testing.T) {
 	c.Rollout.ResponseLength = 0
 	c.ESManager.Val.GroupSize = 0
 	err := c.Validate()
-	for _, s := range []string{"max_turn = 0", "action_sep is empty", "max_actions_per_turn = 0", `grouping = "nope"`, `method = "zscore"`, "response_length = 0", "es_manager.val.group_size = 0"} {
+	for _, s := range []string{"agent_proxy.max_turn: 0 is out of range: want >= 1", "agent_proxy.action_sep: must not be empty",
+		"agent_proxy.max_actions_per_turn: 0 is out of range", `agent_proxy.reward_normalization.grouping: unknown value "nope"`,
+		`agent_proxy.reward_normalization.method: unknown value "zscore"`, "actor_rollout_ref.rollout.response_length: 0 is out of range",
+		"es_manager.val.group_size: must be >= 1, got 0"} {
 		assert.ErrorContains(t, err, s)
 	}
 }
@@ -83,9 +86,9 @@ func TestAgentProxyValidateNamesItsKeys(t *testing.T) {
 	a.BatchAdjustMode, a.ContextWindowMode, a.RewardNormalization.Method = "pad", "limited", "zscore"
 	err := a.Validate()
 	require.Error(t, err)
-	for _, want := range []string{`agent_proxy.batch_adjust_mode = "pad", want one of copy, delete`,
-		`agent_proxy.context_window_mode = "limited", want one of full, limited_multi_turn, single_turn`,
-		`agent_proxy.reward_normalization.method = "zscore"`} {
+	for _, want := range []string{`agent_proxy.batch_adjust_mode: unknown value "pad"; valid: copy, delete`,
+		`agent_proxy.context_window_mode: unknown value "limited"; valid: full, limited_multi_turn, single_turn`,
+		`agent_proxy.reward_normalization.method: unknown value "zscore"`} {
 		assert.ErrorContains(t, err, want)
 	}
 	assert.True(t, AgentProxyConfig{ContextWindowMode: ModeSingleTurn}.TurnLevel())

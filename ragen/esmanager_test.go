@@ -270,9 +270,14 @@ func TestManagerConfigErrors(t *testing.T) {
 	cfg.AgentProxy.ContextWindowMode = "window"
 	_, err := NewEnvStateManager(cfg, env.ModeTrain, &testProvider{})
 	require.Error(t, err)
-	for _, s := range []string{"2 tags but 1 n_groups", "sum(n_groups) = 1 but env_groups = 3", `tag "Nope" is not in custom_envs`, `context_window_mode = "window"`} {
+	for _, s := range []string{"es_manager.train.env_configs.n_groups: has 1 entries but tags has 2 ([Line, Nope])",
+		`es_manager.train.env_configs.tags: unknown env tag "Nope"`, `agent_proxy.context_window_mode: unknown value "window"`} {
 		assert.Contains(t, err.Error(), s)
 	}
+	cfg = testConfig(1, []string{"Line"}, []int{1})
+	cfg.ESManager.Train.EnvGroups = 3
+	_, err = NewEnvStateManager(cfg, env.ModeTrain, &testProvider{})
+	assert.ErrorContains(t, err, "es_manager.train.env_configs.n_groups: [1] sums to 1 but env_groups=3")
 	cfg = testConfig(1, []string{"Line"}, []int{1})
 	cfg.CustomEnvs["Line"] = EnvSpec{EnvType: "zzz", MaxActionsPerTraj: 1}
 	_, err = NewEnvStateManager(cfg, env.ModeTrain, &testProvider{})
