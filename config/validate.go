@@ -54,6 +54,7 @@ func Check(t *Tree) []Problem {
 	v.names()
 	v.ranges()
 	v.rolloutCore()
+	v.filterCore()
 	sort.SliceStable(v.out, func(i, j int) bool { return v.out[i].Warning != v.out[j].Warning && !v.out[i].Warning })
 	return v.out
 }
@@ -110,6 +111,22 @@ func (v *validator) reportedNear(key string) bool {
 		}
 	}
 	return false
+}
+
+// filterCore runs package filter's checks on the tree's filter keys, with
+// NumGroups and GroupSize from es_manager.train as the trainer sets them.
+func (v *validator) filterCore() {
+	fc := filter.DefaultConfig()
+	if x, ok := v.raw("actor_rollout_ref.rollout"); ok {
+		decodePartial(x, &fc)
+	}
+	if n, ok := v.raw("es_manager.train.env_groups"); ok {
+		fc.NumGroups, _ = n.(int)
+	}
+	if n, ok := v.raw("es_manager.train.group_size"); ok {
+		fc.GroupSize, _ = n.(int)
+	}
+	v.add("actor_rollout_ref.rollout", fc.Validate())
 }
 
 // rolloutCore runs package ragen's checks (es_manager, custom_envs,
@@ -712,21 +729,21 @@ func (v *validator) names() {
 		klName("algorithm.kl_penalty")
 		v.oneOf("algorithm.kl_ctrl.type", algo.KLControlTypes())
 	}
-	strategy, _ := v.oneOf("actor_rollout_ref.rollout.rollout_filter_strategy", filter.Strategies())
-	v.oneOf("actor_rollout_ref.rollout.rollout_filter_type", filter.Types())
-	if strategy == filter.StrategyTopP {
-		v.oneOf("actor_rollout_ref.rollout.rollout_filter_top_p_prob_mode", filter.ProbModes())
-	}
-	if x, ok := v.raw("actor_rollout_ref.rollout.rollout_filter_metric"); ok && x != nil {
-		// filter.NormalizeMetric's rule (any case, aliases); an empty
-		// string is refused here: null is how a config asks for the default.
-		if s, ok := v.strAt("actor_rollout_ref.rollout.rollout_filter_metric", false); ok {
-			if _, err := filter.NormalizeMetric(s); err != nil || s == "" {
-				v.unknown("actor_rollout_ref.rollout.rollout_filter_metric", s, strings.ToLower(s), filter.Metrics())
-			}
+	// The filter's names and ranges are package filter's (filterCore); an
+	// empty name or a zero bucket count, which package filter reads as its
+	// default, is not a value a config may spell (null asks for the default).
+	for _, k := range []struct {
+		key   string
+		names []string
+	}{{"rollout_filter_strategy", filter.Strategies()}, {"rollout_filter_top_p_prob_mode", filter.ProbModes()},
+		{"rollout_filter_metric", filter.Metrics()}, {"gradient_analysis_bucket_mode", filter.BucketModes()}} {
+		if x, _ := v.raw(filter.KeyPrefix + k.key); x == "" {
+			v.unknown(filter.KeyPrefix+k.key, "", "", k.names)
 		}
 	}
-	v.oneOf("actor_rollout_ref.rollout.gradient_analysis_bucket_mode", filter.BucketModes())
+	if x, _ := v.raw(filter.KeyPrefix + "gradient_analysis_num_buckets"); x == 0 {
+		v.errf(filter.KeyPrefix+"gradient_analysis_num_buckets", "0 is out of range: want >= 1")
+	}
 	v.oneOf("actor_rollout_ref.actor.filter_loss_scaling", algo.FilterScalings())
 	v.oneOf("trainer.resume_mode", validResumeModes)
 	if x, ok := v.raw("trainer.logger"); ok && x != nil {
@@ -794,15 +811,16 @@ func (v *validator) ranges() {
 		{key: "actor_rollout_ref.rollout.top_k", lo: -1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", lo: -1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.gpu_memory_utilization", lo: 0, hi: 1, loOpen: true},
-		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: inf},
+		// Type here; range (>= 0) package filter's (filterCore).
+		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: -inf, hi: inf},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, cond: filterOn("min_p")},
 		// ragen: top_p and top_k take a fraction of the groups; above 1 upstream
 		// silently keeps everything (divergences.md).
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, loOpen: true, cond: filterOn("top_p", "top_k")},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 1, hi: inf, cond: filterOn("top_k_abs")},
 		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", lo: 0, hi: inf, integer: true},
-		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", lo: 1, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", lo: -inf, hi: inf, integer: true}, // range: filter's
+		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", lo: -inf, hi: inf, integer: true},   // range: filter's
 		// Integer keys whose range is another package's (ragen: rolloutCore).
 		{key: "actor_rollout_ref.rollout.response_length", lo: -inf, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.max_model_len", lo: -inf, hi: inf, nullable: true, integer: true},

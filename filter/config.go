@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"ragen/config/rule"
 )
 
 // Strategy names (rollout_filter_strategy).
@@ -212,47 +214,47 @@ func (c Config) normalized() Config {
 	return c
 }
 
-// Validate reports every problem with the configuration at once. Empty
-// strategy, probability mode, bucket mode and grouping, and a zero bucket
-// count, stand for their defaults.
+// KeyPrefix is where the filter's keys live in upstream's config tree.
+const KeyPrefix = "actor_rollout_ref.rollout."
+
+// Validate reports every problem with the configuration at once, each a
+// rule.Problem naming its key (package config reports them under it).
+// Empty strategy, probability mode, bucket mode and grouping, and a zero
+// bucket count, stand for their defaults.
 func (c Config) Validate() error {
 	c = c.normalized()
 	var errs []error
-	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) || c.Value < 0 {
-		errs = append(errs, fmt.Errorf("filter: rollout_filter_value must be a finite number ≥ 0, got %v", c.Value))
+	add := func(p error) { errs = append(errs, p) }
+	name := func(key, got string, valid []string) {
+		if !slices.Contains(valid, got) {
+			add(rule.Unknown(KeyPrefix+key, got, valid))
+		}
 	}
-	if err := oneOf("rollout_filter_strategy", c.Strategy, validStrategies); err != nil {
-		errs = append(errs, err)
+	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
+		add(rule.Errorf(KeyPrefix+"rollout_filter_value", "%v is not finite: want >= 0", c.Value))
+	} else if c.Value < 0 {
+		add(rule.Errorf(KeyPrefix+"rollout_filter_value", "%v is out of range: want >= 0", c.Value))
 	}
-	if err := oneOf("rollout_filter_type", c.FilterType, validTypes); err != nil {
-		errs = append(errs, err)
-	}
-	if err := oneOf("rollout_filter_top_p_prob_mode", c.TopPProbMode, validProbModes); err != nil {
-		errs = append(errs, err)
-	}
+	name("rollout_filter_strategy", c.Strategy, validStrategies)
+	name("rollout_filter_type", c.FilterType, validTypes)
+	name("rollout_filter_top_p_prob_mode", c.TopPProbMode, validProbModes)
 	if math.IsNaN(c.SelectionEps) || math.IsInf(c.SelectionEps, 0) {
-		errs = append(errs, fmt.Errorf("filter: rollout_filter_selection_eps must be finite, got %v", c.SelectionEps))
+		add(rule.Errorf(KeyPrefix+"rollout_filter_selection_eps", "%v is not finite", c.SelectionEps))
 	}
 	if _, err := NormalizeMetric(c.Metric); err != nil {
-		errs = append(errs, err)
+		add(rule.UnknownLike(KeyPrefix+"rollout_filter_metric", c.Metric, strings.ToLower(c.Metric), Metrics()))
 	}
-	if c.EmptyStopSteps < 0 {
-		errs = append(errs, fmt.Errorf("filter: rollout_filter_empty_stop_steps must be ≥ 0, got %d", c.EmptyStopSteps))
-	}
-	if c.BucketCount < 1 {
-		errs = append(errs, fmt.Errorf("filter: gradient_analysis_num_buckets must be ≥ 1, got %d", c.BucketCount))
-	}
-	if err := oneOf("gradient_analysis_bucket_mode", c.BucketMode, validBucketModes); err != nil {
-		errs = append(errs, err)
-	}
+	add(rule.AtLeast(KeyPrefix+"rollout_filter_empty_stop_steps", c.EmptyStopSteps, 0))
+	add(rule.AtLeast(KeyPrefix+"gradient_analysis_num_buckets", c.BucketCount, 1))
+	name("gradient_analysis_bucket_mode", c.BucketMode, validBucketModes)
 	if c.NumGroups < 1 {
-		errs = append(errs, fmt.Errorf("filter: num_groups (es_manager.train.env_groups) must be ≥ 1, got %d", c.NumGroups))
+		add(rule.Errorf("es_manager.train.env_groups", "must be >= 1, got %d (the filter's NumGroups)", c.NumGroups))
 	}
 	if c.GroupSize < 0 {
-		errs = append(errs, fmt.Errorf("filter: group_size must be ≥ 0, got %d", c.GroupSize))
+		add(fmt.Errorf("filter: group_size must be ≥ 0, got %d", c.GroupSize))
 	}
 	if err := oneOf("grouping", c.Grouping, validGroupings); err != nil {
-		errs = append(errs, err)
+		add(err)
 	}
 	return errors.Join(errs...)
 }

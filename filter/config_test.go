@@ -38,14 +38,14 @@ func TestValidateReportsEverything(t *testing.T) {
 		t.Fatalf("want 8 joined errors, got %v", err)
 	}
 	for _, s := range []string{
-		`unknown rollout_filter_strategy "top_q" (valid: top_p, top_k, top_k_abs, min_p)`,
-		`unknown rollout_filter_type "middle" (valid: largest, smallest)`,
-		`unknown rollout_filter_top_p_prob_mode "cubic" (valid: linear, softmax)`,
-		`Unsupported rollout filter metric: kl`,
-		`unknown gradient_analysis_bucket_mode "decile"`,
-		`gradient_analysis_num_buckets must be ≥ 1`,
-		`num_groups`,
-		`rollout_filter_value must be a finite number ≥ 0`,
+		`actor_rollout_ref.rollout.rollout_filter_strategy: unknown value "top_q" (did you mean top_k?); valid: min_p, top_k, top_k_abs, top_p`,
+		`actor_rollout_ref.rollout.rollout_filter_type: unknown value "middle"; valid: largest, smallest`,
+		`actor_rollout_ref.rollout.rollout_filter_top_p_prob_mode: unknown value "cubic"; valid: linear, softmax`,
+		`actor_rollout_ref.rollout.rollout_filter_metric: unknown value "kl"; valid: entropy,`,
+		`actor_rollout_ref.rollout.gradient_analysis_bucket_mode: unknown value "decile"`,
+		`actor_rollout_ref.rollout.gradient_analysis_num_buckets: -1 is out of range: want >= 1`,
+		`es_manager.train.env_groups: must be >= 1, got 0`,
+		`actor_rollout_ref.rollout.rollout_filter_value: -1 is out of range: want >= 0`,
 	} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("missing %q in %v", s, err)
