@@ -55,6 +55,7 @@ func Check(t *Tree) []Problem {
 	v.ranges()
 	v.rolloutCore()
 	v.filterCore()
+	v.algoCore()
 	sort.SliceStable(v.out, func(i, j int) bool { return v.out[i].Warning != v.out[j].Warning && !v.out[i].Warning })
 	return v.out
 }
@@ -111,6 +112,89 @@ func (v *validator) reportedNear(key string) bool {
 		}
 	}
 	return false
+}
+
+// algoCore runs package algo's checks on the tree's values: the actor's
+// clip and loss settings, the critic's when it is on, the estimator
+// settings and the KL controller (only its coefficient unless
+// use_kl_in_reward: upstream reads kl_ctrl only then). A value of the
+// wrong type leaves algo's default (the tree checks report it).
+func (v *validator) algoCore() {
+	num := func(key string, def float64) float64 {
+		if x, ok := v.raw(key); ok {
+			if f, ok := toFloat(x); ok {
+				return f
+			}
+		}
+		return def
+	}
+	opt := func(key string, def *float64) *float64 {
+		x, ok := v.raw(key)
+		if !ok {
+			return def
+		}
+		if x == nil {
+			return nil
+		}
+		if f, ok := toFloat(x); ok {
+			return &f
+		}
+		return def
+	}
+	str := func(key, def string) string {
+		if s, ok := v.rawString(key); ok {
+			return s
+		}
+		return def
+	}
+	a := algo.ActorKey
+	act := algo.DefaultActorLossConfig()
+	p := &act.Policy
+	p.ClipRatio = num(a+"clip_ratio", p.ClipRatio)
+	p.ClipRatioLow, p.ClipRatioHigh = opt(a+"clip_ratio_low", p.ClipRatioLow), opt(a+"clip_ratio_high", p.ClipRatioHigh)
+	p.ClipRatioC = num(a+"clip_ratio_c", p.ClipRatioC)
+	p.LossAggMode = str(a+"loss_agg_mode", p.LossAggMode)
+	act.EntropyCoeff = num(a+"entropy_coeff", act.EntropyCoeff)
+	useKL, _ := v.raw(a + "use_kl_loss")
+	act.UseKLLoss = useKL == true
+	act.KLLossType = str(a+"kl_loss_type", act.KLLossType)
+	act.KLLossCoef = num(a+"kl_loss_coef", act.KLLossCoef)
+	v.add("actor_rollout_ref.actor", act.Validate())
+	if v.criticEnabled() {
+		vc := algo.DefaultValueLossConfig()
+		vc.ClipRangeValue = num("critic.cliprange_value", vc.ClipRangeValue)
+		vc.LossAggMode = str("critic.loss_agg_mode", vc.LossAggMode)
+		v.add("critic", vc.Validate())
+	}
+	adv := algo.DefaultAdvantageConfig()
+	adv.Gamma, adv.Lam = num("algorithm.gamma", adv.Gamma), num("algorithm.lam", adv.Lam)
+	adv.HighLevelGamma = num("algorithm.high_level_gamma", adv.HighLevelGamma)
+	v.add("algorithm", adv.Validate())
+	post := algo.DefaultPostConfig("")
+	post.FilterLossScaling = str(a+"filter_loss_scaling", post.FilterLossScaling)
+	v.add("actor_rollout_ref.actor.filter_loss_scaling", post.Validate())
+	k := algo.DefaultKLControlConfig()
+	c := algo.KLCtrlKey
+	k.Type, k.KLCoef = str(c+"type", k.Type), num(c+"kl_coef", k.KLCoef)
+	k.TargetKL, k.Horizon = num(c+"target_kl", k.TargetKL), num(c+"horizon", k.Horizon)
+	err := k.Validate()
+	if on, _ := v.raw("algorithm.use_kl_in_reward"); on != true {
+		ps, _ := rule.Problems(err)
+		err = nil
+		for _, p := range ps {
+			if p.Key == c+"kl_coef" {
+				err = p
+			}
+		}
+	}
+	v.add("algorithm.kl_ctrl", err)
+}
+
+// rawString reads a string at key without reporting anything.
+func (v *validator) rawString(key string) (string, bool) {
+	x, _ := v.raw(key)
+	s, ok := x.(string)
+	return s, ok
 }
 
 // filterCore runs package filter's checks on the tree's filter keys, with
@@ -275,17 +359,11 @@ func (v *validator) unknown(key, value, hintBase string, valid []string) {
 }
 
 // pkgErr reports err, a package's verdict on the value at key, as a problem
-// of key: the message without its package prefix, with a suggestion from
-// valid after the quoted value when the package gave none.
-func (v *validator) pkgErr(key, value string, err error, valid []string) {
+// of key: the message without its package prefix.
+func (v *validator) pkgErr(key string, err error) {
 	msg := err.Error()
 	if pkg, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(pkg, " \"") {
 		msg = rest
-	}
-	q := strconv.Quote(value)
-	if i := strings.Index(msg, q); i >= 0 && !strings.Contains(msg, "did you mean") {
-		hint := rule.DidYouMean(strings.TrimSuffix(value, "+"), valid)
-		msg = msg[:i+len(q)] + hint + msg[i+len(q):]
 	}
 	v.errf(key, "%s", msg)
 }
@@ -702,7 +780,7 @@ func toFloat(x any) (float64, bool) {
 func (v *validator) names() {
 	if est, ok := v.strAt("algorithm.adv_estimator", false); ok {
 		if err := algo.CheckTrainerEstimator(est); err != nil {
-			v.pkgErr("algorithm.adv_estimator", est, err, algo.TrainerEstimators())
+			v.pkgErr("algorithm.adv_estimator", err)
 		}
 	}
 	if x, ok := v.raw("critic.enable"); ok && x != nil {
@@ -710,24 +788,15 @@ func (v *validator) names() {
 			v.errf("critic.enable", "want true, false or null (null: a critic iff adv_estimator=gae), found %s", describe(x))
 		}
 	}
-	v.oneOf("actor_rollout_ref.actor.loss_agg_mode", algo.LossAggModes())
-	if v.criticEnabled() {
-		v.oneOf("critic.loss_agg_mode", algo.LossAggModes())
-	}
-	klName := func(key string) {
-		if s, ok := v.strAt(key, false); ok {
+	// The actor's and critic's loss names, the KL controller's type and the
+	// KL loss type are package algo's (algoCore); the in-reward KL penalty
+	// has no algo config: its name is checked here, by algo's parser.
+	if on, _ := v.raw("algorithm.use_kl_in_reward"); on == true {
+		if s, ok := v.strAt("algorithm.kl_penalty", false); ok {
 			if _, _, err := algo.ParseKLType(s); err != nil {
-				v.pkgErr(key, s, err, algo.KLTypes())
+				v.pkgErr("algorithm.kl_penalty", err)
 			}
 		}
-	}
-	// Upstream only reads these when the feature is on (scripts pass low-var-kl harmlessly).
-	if on, _ := v.raw("actor_rollout_ref.actor.use_kl_loss"); on == true {
-		klName("actor_rollout_ref.actor.kl_loss_type")
-	}
-	if on, _ := v.raw("algorithm.use_kl_in_reward"); on == true {
-		klName("algorithm.kl_penalty")
-		v.oneOf("algorithm.kl_ctrl.type", algo.KLControlTypes())
 	}
 	// The filter's names and ranges are package filter's (filterCore); an
 	// empty name or a zero bucket count, which package filter reads as its
@@ -744,7 +813,6 @@ func (v *validator) names() {
 	if x, _ := v.raw(filter.KeyPrefix + "gradient_analysis_num_buckets"); x == 0 {
 		v.errf(filter.KeyPrefix+"gradient_analysis_num_buckets", "0 is out of range: want >= 1")
 	}
-	v.oneOf("actor_rollout_ref.actor.filter_loss_scaling", algo.FilterScalings())
 	v.oneOf("trainer.resume_mode", validResumeModes)
 	if x, ok := v.raw("trainer.logger"); ok && x != nil {
 		loggers := track.LoggerNames()
@@ -786,7 +854,11 @@ type rangeCheck struct {
 	hiOpen   bool
 	nullable bool
 	integer  bool // an integer key: a float (2.7, even 3.0) is an error
-	cond     func(*validator) bool
+	// owner names the package whose Validate holds the key's range (its
+	// problems come in through rolloutCore, filterCore, algoCore); only
+	// the type is checked here.
+	owner string
+	cond  func(*validator) bool
 }
 
 func (v *validator) ranges() {
@@ -811,21 +883,19 @@ func (v *validator) ranges() {
 		{key: "actor_rollout_ref.rollout.top_k", lo: -1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", lo: -1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.gpu_memory_utilization", lo: 0, hi: 1, loOpen: true},
-		// Type here; range (>= 0) package filter's (filterCore).
-		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: -inf, hi: inf},
+		{key: "actor_rollout_ref.rollout.rollout_filter_value", owner: "filter"},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, cond: filterOn("min_p")},
 		// ragen: top_p and top_k take a fraction of the groups; above 1 upstream
 		// silently keeps everything (divergences.md).
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, loOpen: true, cond: filterOn("top_p", "top_k")},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 1, hi: inf, cond: filterOn("top_k_abs")},
 		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", lo: -inf, hi: inf, integer: true}, // range: filter's
-		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", lo: -inf, hi: inf, integer: true},   // range: filter's
-		// Integer keys whose range is another package's (ragen: rolloutCore).
-		{key: "actor_rollout_ref.rollout.response_length", lo: -inf, hi: inf, integer: true},
-		{key: "actor_rollout_ref.rollout.max_model_len", lo: -inf, hi: inf, nullable: true, integer: true},
-		{key: "agent_proxy.max_turn", lo: -inf, hi: inf, integer: true},
-		{key: "agent_proxy.max_actions_per_turn", lo: -inf, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", owner: "filter", integer: true},
+		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", owner: "filter", integer: true},
+		{key: "actor_rollout_ref.rollout.response_length", owner: "ragen", integer: true},
+		{key: "actor_rollout_ref.rollout.max_model_len", owner: "ragen", nullable: true, integer: true},
+		{key: "agent_proxy.max_turn", owner: "ragen", integer: true},
+		{key: "agent_proxy.max_actions_per_turn", owner: "ragen", integer: true},
 		{key: "actor_rollout_ref.rollout.tensor_model_parallel_size", lo: 1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.actor.optim.lr", lo: 0, hi: inf, loOpen: true},
 		{key: "actor_rollout_ref.actor.optim.weight_decay", lo: 0, hi: inf},
@@ -834,19 +904,19 @@ func (v *validator) ranges() {
 		{key: "actor_rollout_ref.actor.clip_ratio", lo: 0, hi: inf},
 		{key: "actor_rollout_ref.actor.clip_ratio_low", lo: 0, hi: inf, nullable: true},
 		{key: "actor_rollout_ref.actor.clip_ratio_high", lo: 0, hi: inf, nullable: true},
-		{key: "actor_rollout_ref.actor.clip_ratio_c", lo: 1, hi: inf, loOpen: true},
+		{key: "actor_rollout_ref.actor.clip_ratio_c", owner: "algo"},
 		{key: "actor_rollout_ref.actor.kl_loss_coef", lo: 0, hi: inf},
 		{key: "actor_rollout_ref.actor.ppo_epochs", lo: 1, hi: inf, integer: true},
 		{key: "critic.optim.lr", lo: 0, hi: inf, loOpen: true, cond: critic},
 		{key: "critic.optim.weight_decay", lo: 0, hi: inf, cond: critic},
 		{key: "critic.grad_clip", lo: 0, hi: inf, loOpen: true, cond: critic},
 		{key: "critic.cliprange_value", lo: 0, hi: inf, cond: critic},
-		{key: "algorithm.gamma", lo: 0, hi: 1},
-		{key: "algorithm.lam", lo: 0, hi: 1},
-		{key: "algorithm.high_level_gamma", lo: 0, hi: 1},
-		{key: "algorithm.kl_ctrl.kl_coef", lo: 0, hi: inf},
-		{key: "algorithm.kl_ctrl.target_kl", lo: 0, hi: inf, loOpen: true, cond: adaptive},
-		{key: "algorithm.kl_ctrl.horizon", lo: 0, hi: inf, loOpen: true, cond: adaptive},
+		{key: "algorithm.gamma", owner: "algo"},
+		{key: "algorithm.lam", owner: "algo"},
+		{key: "algorithm.high_level_gamma", owner: "algo"},
+		{key: "algorithm.kl_ctrl.kl_coef", owner: "algo"},
+		{key: "algorithm.kl_ctrl.target_kl", owner: "algo", cond: adaptive},
+		{key: "algorithm.kl_ctrl.horizon", owner: "algo", cond: adaptive},
 		{key: "collapse_detection.compute_freq", lo: 1, hi: inf, integer: true},
 		{key: "collapse_detection.micro_batch_size", lo: 1, hi: inf, integer: true},
 		{key: "trainer.total_training_steps", lo: 1, hi: inf, integer: true},
@@ -873,6 +943,14 @@ func (v *validator) ranges() {
 		}
 		if _, isInt := x.(int); c.integer && !isInt {
 			v.errf(c.key, "want an integer, found %s", describe(x))
+			continue
+		}
+		if c.owner != "" {
+			// The range is the owner's; a YAML .nan or .inf is reported
+			// here, in the spelling of the tree.
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				v.errf(c.key, "%s is out of range: want a finite number", flowString(x))
+			}
 			continue
 		}
 		if math.IsInf(f, 0) {

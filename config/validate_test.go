@@ -141,7 +141,7 @@ func TestValidateMessages(t *testing.T) {
 		{"gamma", "base", []string{"algorithm.gamma=1.1"},
 			[]string{"algorithm.gamma: 1.1 is out of range: want 0 <= x <= 1"}},
 		{"clip c", "base", []string{"actor_rollout_ref.actor.clip_ratio_c=1"},
-			[]string{"clip_ratio_c: 1 is out of range: want > 1"}},
+			[]string{"actor_rollout_ref.actor.clip_ratio_c: 1 is out of range: want a finite value > 1"}},
 		{"min_p value", "base", []string{"actor_rollout_ref.rollout.rollout_filter_strategy=min_p", "actor_rollout_ref.rollout.rollout_filter_value=2"},
 			[]string{"rollout_filter_value: 2 is out of range: want 0 <= x <= 1"}},
 		{"gpu memory", "base", []string{"actor_rollout_ref.rollout.gpu_memory_utilization=0"},

@@ -369,9 +369,7 @@ func (c Config) Validate() error {
 	if a.UseDynamicBsz && a.PPOMaxTokenLenPerGPU < 1 {
 		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.ppo_max_token_len_per_gpu=%d must be >= 1 with use_dynamic_bsz", a.PPOMaxTokenLenPerGPU))
 	}
-	if err := c.ActorLossConfig().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor: %w", err))
-	}
+	errs = append(errs, c.ActorLossConfig().Validate()) // problems name their keys
 	if !(c.ActorRolloutRef.Rollout.Temperature > 0) {
 		errs = append(errs, fmt.Errorf("actor_rollout_ref.rollout.temperature=%g must be > 0", c.ActorRolloutRef.Rollout.Temperature))
 	}
@@ -381,23 +379,17 @@ func (c Config) Validate() error {
 	errs = append(errs, validateOptim("actor_rollout_ref.actor", a.Optim)...)
 	pc := algo.DefaultPostConfig(c.Algorithm.AdvEstimator)
 	pc.FilterLossScaling = a.FilterLossScaling
-	if err := pc.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.filter_loss_scaling: %w", err))
-	}
+	errs = append(errs, pc.Validate())
 	// algorithm
 	if err := algo.CheckTrainerEstimator(c.Algorithm.AdvEstimator); err != nil {
 		errs = append(errs, fmt.Errorf("algorithm.adv_estimator: %w", err))
 	}
-	if err := c.AdvantageConfig().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("algorithm: %w", err))
-	}
+	errs = append(errs, c.AdvantageConfig().Validate())
 	if c.Algorithm.BiLevelGAE && c.Algorithm.AdvEstimator != algo.EstGAE {
 		errs = append(errs, fmt.Errorf("algorithm.bi_level_gae requires adv_estimator=gae (got %q)", c.Algorithm.AdvEstimator))
 	}
 	if c.Algorithm.UseKLInReward {
-		if _, err := algo.NewKLController(c.klControl()); err != nil {
-			errs = append(errs, fmt.Errorf("algorithm.kl_ctrl: %w", err))
-		}
+		errs = append(errs, c.klControl().Validate())
 		if _, _, err := algo.ParseKLType(c.Algorithm.KLPenalty); err != nil {
 			errs = append(errs, fmt.Errorf("algorithm.kl_penalty: %w", err))
 		}
@@ -419,9 +411,7 @@ func (c Config) Validate() error {
 		if cr.UseDynamicBsz && cr.PPOMaxTokenLenPerGPU < 1 {
 			errs = append(errs, fmt.Errorf("critic.ppo_max_token_len_per_gpu=%d must be >= 1 with use_dynamic_bsz", cr.PPOMaxTokenLenPerGPU))
 		}
-		if err := c.ValueLossConfig(1).Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("critic: %w", err))
-		}
+		errs = append(errs, c.ValueLossConfig(1).Validate())
 		errs = append(errs, validateOptim("critic", cr.Optim)...)
 	}
 	// trainer

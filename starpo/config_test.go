@@ -79,15 +79,20 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 			c.ActorRolloutRef.Actor.Optim.WarmupStyle = "linear"
 			c.Trainer.ResumeMode = "latest"
 			c.AgentProxy.BatchAdjustMode = "pad"
-		}, []string{"token-sum", `warmup_style="linear" is not supported`, `resume_mode="latest"`, `agent_proxy.batch_adjust_mode = "pad"`}},
+		}, []string{"token-sum", `warmup_style="linear" is not supported`, `resume_mode="latest"`, `agent_proxy.batch_adjust_mode: unknown value "pad"`}},
 		{"context window mode", func(c *Config) { c.AgentProxy.ContextWindowMode = "limited" },
-			[]string{`agent_proxy.context_window_mode = "limited"`}},
-		{"train env groups", func(c *Config) { c.ESManager.Train.EnvGroups = 0 }, []string{"es_manager.train.env_groups = 0"}},
+			[]string{`agent_proxy.context_window_mode: unknown value "limited"`}},
+		{"train env groups", func(c *Config) { c.ESManager.Train.EnvGroups = 0 }, []string{"es_manager.train.env_groups: must be >= 1, got 0"}},
 		{"remax refused", func(c *Config) { c.Algorithm.AdvEstimator = "remax" }, []string{"algorithm.adv_estimator: algo: remax is not supported"}},
 		{"unknown estimator", func(c *Config) { c.Algorithm.AdvEstimator = "opo" }, []string{"algorithm.adv_estimator", "opo"}},
 		{"bi-level needs gae", func(c *Config) { c.Algorithm.AdvEstimator, c.Algorithm.BiLevelGAE = "grpo", true },
 			[]string{"bi_level_gae requires adv_estimator=gae"}},
-		{"dual clip c", func(c *Config) { c.ActorRolloutRef.Actor.ClipRatioC = 1 }, []string{"clip_ratio_c"}},
+		{"dual clip c", func(c *Config) { c.ActorRolloutRef.Actor.ClipRatioC = 1 }, []string{"actor_rollout_ref.actor.clip_ratio_c: 1 is out of range"}},
+		{"gamma", func(c *Config) { c.Algorithm.Gamma = 1.5 }, []string{"algorithm.gamma: 1.5 is out of range: want 0 <= x <= 1"}},
+		{"adaptive horizon", func(c *Config) {
+			c.Algorithm.UseKLInReward, c.Algorithm.KLCtrl.Type, c.Algorithm.KLCtrl.Horizon = true, algo.KLCtrlAdaptive, 0
+		},
+			[]string{"algorithm.kl_ctrl.horizon: 0 is out of range"}},
 		{"kl in reward without ref", func(c *Config) {
 			c.Algorithm.UseKLInReward, c.ActorRolloutRef.Actor.UseRef = true, false
 		}, []string{"use_kl_in_reward needs a reference model"}},
@@ -98,7 +103,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		{"betas", func(c *Config) { c.ActorRolloutRef.Actor.Optim.Betas = []float64{0.9} }, []string{"betas=[0.9]"}},
 		{"temperature", func(c *Config) { c.ActorRolloutRef.Rollout.Temperature = 0 }, []string{"temperature=0 must be > 0"}},
 		{"negative keep", func(c *Config) { k := -1; c.Trainer.MaxActorCkptToKeep = &k }, []string{"max_actor_ckpt_to_keep=-1"}},
-		{"filter scaling", func(c *Config) { c.ActorRolloutRef.Actor.FilterLossScaling = "cube" }, []string{"filter_loss_scaling"}},
+		{"filter scaling", func(c *Config) { c.ActorRolloutRef.Actor.FilterLossScaling = "cube" }, []string{`actor_rollout_ref.actor.filter_loss_scaling: unknown value "cube"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"ragen/config/rule"
 )
 
 // Estimator names (algorithm.adv_estimator).
@@ -64,10 +66,13 @@ func (c AdvantageConfig) Validate() error {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"gamma", c.Gamma}, {"lam", c.Lam}, {"high_level_gamma", c.HighLevelGamma}, {"grpo epsilon", c.GRPOEpsilon}} {
-		if err := checkFinite(p.name, p.v); err != nil {
-			errs = append(errs, err)
+	}{{"gamma", c.Gamma}, {"lam", c.Lam}, {"high_level_gamma", c.HighLevelGamma}} {
+		if !(p.v >= 0 && p.v <= 1) {
+			errs = append(errs, rule.Errorf("algorithm."+p.name, "%v is out of range: want 0 <= x <= 1", p.v))
 		}
+	}
+	if err := checkFinite("grpo epsilon", c.GRPOEpsilon); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -159,7 +164,7 @@ func CheckTrainerEstimator(name string) error {
 		return fmt.Errorf("algo: remax is not supported by the trainer (upstream's trainer exits: \"not tested\"); valid: %s", valid)
 	}
 	if _, err := Estimator(name); err != nil {
-		return fmt.Errorf("%w %q; valid: %s", ErrUnknownEstimator, name, valid)
+		return fmt.Errorf("%w %q%s; valid: %s", ErrUnknownEstimator, name, rule.DidYouMean(name, TrainerEstimators()), valid)
 	}
 	return nil
 }

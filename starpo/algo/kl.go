@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"ragen/config/rule"
 )
 
 // ErrUnknownKLType is returned for a KL penalty name that is not one of
@@ -64,7 +66,7 @@ func ParseKLType(name string) (kind KLKind, straightThrough bool, err error) {
 			return n.kind, straightThrough, nil
 		}
 	}
-	hint := ""
+	hint := rule.DidYouMean(base, KLTypes())
 	if fixed := strings.ReplaceAll(name, "-", "_"); fixed != name {
 		if _, _, err := ParseKLType(fixed); err == nil {
 			hint = " (did you mean " + fixed + "?)"
@@ -181,25 +183,36 @@ func DefaultKLControlConfig() KLControlConfig {
 	return KLControlConfig{Type: KLCtrlFixed, KLCoef: 0, TargetKL: 0.1, Horizon: 10000}
 }
 
-// Validate reports every problem at once.
+// KLCtrlKey is where the KL controller's keys live in upstream's config tree.
+const KLCtrlKey = "algorithm.kl_ctrl."
+
+// Validate reports every problem at once, each a rule.Problem naming its
+// algorithm.kl_ctrl key: a known type, a finite β >= 0, and for the
+// adaptive controller a target and horizon > 0.
 func (c KLControlConfig) Validate() error {
 	var errs []error
+	positive := func(name string, v float64) {
+		if !(v > 0) || math.IsInf(v, 0) {
+			errs = append(errs, rule.Errorf(KLCtrlKey+name, "%v is out of range: want a finite value > 0", v))
+		}
+	}
 	switch c.Type {
 	case KLCtrlFixed:
 	case KLCtrlAdaptive:
-		if !(c.Horizon > 0) {
-			errs = append(errs, fmt.Errorf("algo: kl_ctrl.horizon must be larger than 0, got %v", c.Horizon))
-		}
-		if c.TargetKL == 0 || math.IsNaN(c.TargetKL) {
-			errs = append(errs, fmt.Errorf("algo: kl_ctrl.target_kl must be non-zero, got %v", c.TargetKL))
-		}
+		positive("target_kl", c.TargetKL)
+		positive("horizon", c.Horizon)
 	default:
-		errs = append(errs, fmt.Errorf("algo: kl_ctrl.type %q (valid: %s)", c.Type, strings.Join(KLControlTypes(), ", ")))
+		errs = append(errs, rule.Unknown(KLCtrlKey+"type", c.Type, KLControlTypes()))
 	}
-	if err := checkFinite("kl_ctrl.kl_coef", c.KLCoef); err != nil {
-		errs = append(errs, err)
+	if !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 0) {
+		errs = append(errs, rule.Errorf(KLCtrlKey+"kl_coef", "%v is out of range: want a finite value >= 0", c.KLCoef))
 	}
 	return errors.Join(errs...)
+}
+
+// klTypeProblem is ParseKLType's error as the problem of key.
+func klTypeProblem(key string, err error) rule.Problem {
+	return rule.Errorf(key, "%s", strings.TrimPrefix(err.Error(), "algo: "))
 }
 
 // KLController holds the in-reward KL coefficient β (veRL's

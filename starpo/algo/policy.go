@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"ragen/config/rule"
 )
 
 // Actor metric keys.
@@ -49,7 +52,11 @@ func (c PolicyLossConfig) ClipBounds() (lo, hi float64) {
 	return lo, hi
 }
 
-// Validate reports every problem at once.
+// ActorKey is where the actor's keys live in upstream's config tree.
+const ActorKey = "actor_rollout_ref.actor."
+
+// Validate reports every problem at once, each a rule.Problem naming its
+// actor_rollout_ref.actor key.
 func (c PolicyLossConfig) Validate() error {
 	var errs []error
 	lo, hi := c.ClipBounds()
@@ -57,15 +64,15 @@ func (c PolicyLossConfig) Validate() error {
 		name string
 		v    float64
 	}{{"clip_ratio_low", lo}, {"clip_ratio_high", hi}} {
-		if err := checkFinite(p.name, p.v); err != nil {
-			errs = append(errs, err)
+		if math.IsNaN(p.v) || math.IsInf(p.v, 0) {
+			errs = append(errs, rule.Errorf(ActorKey+p.name, "%v is not finite", p.v))
 		}
 	}
 	if !(c.ClipRatioC > 1) || math.IsInf(c.ClipRatioC, 0) {
-		errs = append(errs, fmt.Errorf("algo: clip_ratio_c must be a finite value greater than 1.0, got %v", c.ClipRatioC))
+		errs = append(errs, rule.Errorf(ActorKey+"clip_ratio_c", "%v is out of range: want a finite value > 1 (the dual-clip bound)", c.ClipRatioC))
 	}
-	if err := checkAggMode(c.LossAggMode); err != nil {
-		errs = append(errs, err)
+	if !slices.Contains(LossAggModes(), c.LossAggMode) {
+		errs = append(errs, rule.Unknown(ActorKey+"loss_agg_mode", c.LossAggMode, LossAggModes()))
 	}
 	return errors.Join(errs...)
 }
@@ -208,15 +215,15 @@ func DefaultActorLossConfig() ActorLossConfig {
 // Validate reports every problem at once.
 func (c ActorLossConfig) Validate() error {
 	errs := []error{c.Policy.Validate()}
-	if err := checkFinite("entropy_coeff", c.EntropyCoeff); err != nil {
-		errs = append(errs, err)
+	if math.IsNaN(c.EntropyCoeff) || math.IsInf(c.EntropyCoeff, 0) {
+		errs = append(errs, rule.Errorf(ActorKey+"entropy_coeff", "%v is not finite", c.EntropyCoeff))
 	}
 	if c.UseKLLoss {
 		if _, _, err := ParseKLType(c.KLLossType); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, klTypeProblem(ActorKey+"kl_loss_type", err))
 		}
-		if err := checkFinite("kl_loss_coef", c.KLLossCoef); err != nil {
-			errs = append(errs, err)
+		if math.IsNaN(c.KLLossCoef) || math.IsInf(c.KLLossCoef, 0) {
+			errs = append(errs, rule.Errorf(ActorKey+"kl_loss_coef", "%v is not finite", c.KLLossCoef))
 		}
 	}
 	return errors.Join(errs...)

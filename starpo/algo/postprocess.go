@@ -6,7 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
+
+	"ragen/config/rule"
 )
 
 // Filter loss scaling modes (actor.filter_loss_scaling).
@@ -60,7 +61,7 @@ func DefaultPostConfig(estimator string) PostConfig {
 func (c PostConfig) Validate() error {
 	var errs []error
 	if c.FilterLossScaling != "" && !slices.Contains(FilterScalings(), c.FilterLossScaling) {
-		errs = append(errs, fmt.Errorf("algo: filter_loss_scaling %q (valid: %s)", c.FilterLossScaling, strings.Join(FilterScalings(), ", ")))
+		errs = append(errs, rule.Unknown(ActorKey+"filter_loss_scaling", c.FilterLossScaling, FilterScalings()))
 	}
 	if math.IsNaN(c.FilterKeptRatio) || math.IsInf(c.FilterKeptRatio, 0) || c.FilterKeptRatio < 0 {
 		errs = append(errs, fmt.Errorf("algo: filter kept ratio %v must be finite and ≥ 0", c.FilterKeptRatio))

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+
+	"ragen/config/rule"
 )
 
 // Critic metric keys.
@@ -28,14 +31,15 @@ func DefaultValueLossConfig() ValueLossConfig {
 	return ValueLossConfig{ClipRangeValue: 0.5, LossAggMode: TokenMean, GradAccum: 1}
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once, each a rule.Problem naming its
+// critic key.
 func (c ValueLossConfig) Validate() error {
 	var errs []error
-	if err := checkFinite("cliprange_value", c.ClipRangeValue); err != nil {
-		errs = append(errs, err)
+	if math.IsNaN(c.ClipRangeValue) || math.IsInf(c.ClipRangeValue, 0) {
+		errs = append(errs, rule.Errorf("critic.cliprange_value", "%v is not finite", c.ClipRangeValue))
 	}
-	if err := checkAggMode(c.LossAggMode); err != nil {
-		errs = append(errs, err)
+	if !slices.Contains(LossAggModes(), c.LossAggMode) {
+		errs = append(errs, rule.Unknown("critic.loss_agg_mode", c.LossAggMode, LossAggModes()))
 	}
 	return errors.Join(errs...)
 }
