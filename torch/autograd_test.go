@@ -293,3 +293,45 @@ func TestRuntimeInfo(t *testing.T) {
 	require.False(t, CUDAAvailable() && CUDADeviceCount() == 0)
 	require.Contains(t, BuildInfo(), "libtorch")
 }
+
+// The fused float32 AdamW pass (vector body and tail: 1,067 elements)
+// follows the float64 ATen sequence to float32 rounding over 20 steps of
+// changing gradients, with and without weight decay.
+func TestAdamWFusedMatchesFloat64(t *testing.T) {
+	for _, wd := range []float64{0, 0.1} {
+		s := NewScope()
+		g, err := NewGenerator(11, CPU)
+		require.NoError(t, err)
+		p32 := s.Randn(g, []int64{97, 11}, Float32, CPU)
+		p64 := s.To(p32, Float64, CPU)
+		require.NoError(t, s.Err())
+		require.NoError(t, p32.SetRequiresGrad(true))
+		require.NoError(t, p64.SetRequiresGrad(true))
+		cfg := AdamWConfig{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: wd}
+		o32, err := NewAdamW([]*Tensor{p32}, cfg)
+		require.NoError(t, err)
+		o64, err := NewAdamW([]*Tensor{p64}, cfg)
+		require.NoError(t, err)
+		for step := range 20 {
+			require.NoError(t, ZeroGrad([]*Tensor{p32, p64}))
+			ls := NewScope()
+			c := ls.Randn(g, []int64{97, 11}, Float32, CPU)
+			l32 := ls.Sum(ls.Mul(ls.Square(p32), c), false) // grad 2 p c
+			l64 := ls.Sum(ls.Mul(ls.Square(p64), ls.To(c, Float64, CPU)), false)
+			require.NoError(t, ls.Err())
+			require.NoError(t, l32.Backward(nil))
+			require.NoError(t, l64.Backward(nil))
+			require.NoError(t, o32.Step(0.01))
+			require.NoError(t, o64.Step(0.01))
+			require.NoError(t, ls.Close(), "step %d", step)
+		}
+		a, b := s.Float64s(p32), s.Float64s(p64)
+		for i := range a {
+			require.InDelta(t, b[i], a[i], 2e-5*(1+math.Abs(b[i])), "wd %g element %d", wd, i)
+		}
+		o32.Close()
+		o64.Close()
+		g.Close()
+		require.NoError(t, s.Close())
+	}
+}

@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -125,6 +126,13 @@ func TestLLMHeadLogProbs(t *testing.T) {
 // equal autograd's through the explicit logits, for log-probs, entropies and
 // both, any chunk, a temperature, and non-uniform upstream gradients.
 func TestLLMHeadLogProbsGrad(t *testing.T) {
+	// 9 logits: scalar tails only; 37: vector body and tail of the row kernels
+	for _, V := range []int64{9, 37} {
+		t.Run(fmt.Sprintf("V=%d", V), func(t *testing.T) { headLogProbsGrad(t, V) })
+	}
+}
+
+func headLogProbsGrad(t *testing.T, V int64) {
 	g, err := NewGenerator(5, CPU)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +141,7 @@ func TestLLMHeadLogProbsGrad(t *testing.T) {
 	base := NewScope()
 	defer base.Close()
 	h0 := base.Randn(g, []int64{2, 6, 4}, Float32, CPU)
-	w0 := base.Randn(g, []int64{9, 4}, Float32, CPU)
+	w0 := base.MulS(base.Randn(g, []int64{V, 4}, Float32, CPU), 2)
 	c1 := base.Randn(g, []int64{2, 6}, Float32, CPU)
 	c2 := base.Randn(g, []int64{2, 6}, Float32, CPU)
 	ids := base.Own(From([]int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2}, 2, 6))
@@ -209,6 +217,46 @@ func checkHeadGrads(t *testing.T, grads func(chunked, useLP, useEnt bool, chunk 
 					t.Fatalf("keep %d logp %v entropy %v chunk %d: dw[%d] %v, autograd %v", keep, mode.lp, mode.ent, chunk, i, gw[i], ww[i])
 				}
 			}
+		}
+	}
+}
+
+// A second backward through the head node (retained graph) gives the same
+// gradients as the first: the kept log p that the first backward turned
+// into the gradient in place is recomputed.
+func TestLLMHeadLogProbsRetainedBackward(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	g, err := NewGenerator(7, CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	h := s.Randn(g, []int64{2, 5, 4}, Float32, CPU)
+	w := s.Randn(g, []int64{37, 4}, Float32, CPU)
+	if err := w.SetRequiresGrad(true); err != nil {
+		t.Fatal(err)
+	}
+	ids := s.Own(From([]int64{0, 11, 2, 33, 4, 5, 36, 7, 8, 20}, 2, 5))
+	lp, ent := s.HeadLogProbs(h, w, ids, 1.3, true, 0)
+	loss := s.Add(s.Sum(lp, false), s.MulS(s.Sum(ent, false), 0.5))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := loss.BackwardRetain(nil); err != nil {
+		t.Fatal(err)
+	}
+	first := s.Float32s(s.Clone(s.Own(w.Grad())))
+	if err := loss.Backward(nil); err != nil {
+		t.Fatal(err)
+	}
+	both := s.Float32s(s.Own(w.Grad())) // accumulated: twice the first
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range first {
+		if math.Abs(float64(both[i]-2*first[i])) > 1e-5*(1+math.Abs(float64(first[i]))) {
+			t.Fatalf("dw[%d]: after two backwards %v, want 2 x %v", i, both[i], first[i])
 		}
 	}
 }

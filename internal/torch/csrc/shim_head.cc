@@ -22,6 +22,7 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linear.h>
+#include <ATen/ops/addmm.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
@@ -32,6 +33,13 @@
 #include <stdexcept>
 #include <string>
 
+#include <ATen/Parallel.h>
+#include <ATen/ops/mm.h>
+#include <c10/core/GradMode.h>
+
+#include <cmath>
+
+#include "cpu_kernels.hpp"
 #include "shim.h"
 #include "tensor_impl.hpp"
 
@@ -57,12 +65,242 @@ at::Tensor chunk_logits(const at::Tensor& h, const at::Tensor& w, int64_t t0, in
   return z;
 }
 
+// ---- the float32 CPU fast path ----
+//
+// With float32 weights on a CPU with AVX2 the node works on rows
+// r = b*(T-1) + t of the flattened (B*(T-1), V) logits: each chunk of rows
+// is one GEMM written straight into its buffer (the kept log p, or one
+// reused chunk buffer), then one parallel pass per row computes in place
+// what ATen needs five or six passes and as many temporaries for:
+//   forward:  z /= T; max; S = sum exp(z - max), Z = sum exp(z - max)(z - max)
+//             lse = max + log S, logp = z[id] - lse, H = log S - Z/S,
+//             and log p = z - lse when it is kept for the backward;
+//   backward: gz = p (c - b log p) / T + [id] a / T, c = -a - b H, p = exp(log p)
+// (a, b: the incoming gradients of logp and H of the row) written over log p,
+// then gh = gz W and gW += gz^T h as GEMMs. A kept log p is consumed by the
+// first backward; a second one (retain_graph) recomputes it.
+
+bool head_fast_ok(const at::Tensor& h, const at::Tensor& w) {
+  return tt_cpu::cpu_has_avx2() && h.device().is_cpu() && w.device().is_cpu() && h.scalar_type() == at::kFloat &&
+         w.scalar_type() == at::kFloat;
+}
+
+// Sums float lanes into a double every 4096 elements so a 150k-wide row
+// keeps float32 logsumexp accuracy.
+struct RowSums {
+  double s = 0, z = 0;
+};
+
+// Scales row z (length V) by inv_t in place and returns its max.
+__attribute__((target("avx2,fma"), optimize("O3"))) float row_scale_max(float* z, int64_t V, float inv_t) {
+  const int64_t V8 = V & ~int64_t(7);
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  const __m256 it = _mm256_set1_ps(inv_t);
+  const bool scale = inv_t != 1.f;
+  for (int64_t i = 0; i < V8; i += 8) {
+    __m256 v = _mm256_loadu_ps(z + i);
+    if (scale) {
+      v = _mm256_mul_ps(v, it);
+      _mm256_storeu_ps(z + i, v);
+    }
+    m = _mm256_max_ps(m, v);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float mx = lanes[0];
+  for (int j = 1; j < 8; j++) mx = std::max(mx, lanes[j]);
+  for (int64_t i = V8; i < V; i++) {
+    if (scale) z[i] *= inv_t;
+    mx = std::max(mx, z[i]);
+  }
+  return mx;
+}
+
+// S = sum exp(z - mx) and, with ent, Z = sum exp(z - mx) * (z - mx).
+__attribute__((target("avx2,fma"), optimize("O3"))) RowSums row_exp_sums(const float* z, int64_t V, float mx, bool ent) {
+  RowSums r;
+  const __m256 vm = _mm256_set1_ps(mx);
+  const int64_t V8 = V & ~int64_t(7);
+  int64_t i = 0;
+  while (i < V8) {
+    const int64_t end = std::min(V8, i + 4096);
+    __m256 s = _mm256_setzero_ps(), zz = _mm256_setzero_ps();
+    for (; i < end; i += 8) {
+      __m256 d = _mm256_sub_ps(_mm256_loadu_ps(z + i), vm);
+      __m256 e = tt_cpu::exp256(d);
+      s = _mm256_add_ps(s, e);
+      if (ent) zz = _mm256_fmadd_ps(e, d, zz);
+    }
+    r.s += tt_cpu::hsum(s);
+    if (ent) r.z += tt_cpu::hsum(zz);
+  }
+  for (; i < V; i++) {
+    const double d = (double)z[i] - mx, e = std::exp(d);
+    r.s += e;
+    if (ent) r.z += e * d;
+  }
+  return r;
+}
+
+__attribute__((target("avx2,fma"), optimize("O3"))) void row_sub(float* z, int64_t V, float c) {
+  const __m256 vc = _mm256_set1_ps(c);
+  const int64_t V8 = V & ~int64_t(7);
+  for (int64_t i = 0; i < V8; i += 8) _mm256_storeu_ps(z + i, _mm256_sub_ps(_mm256_loadu_ps(z + i), vc));
+  for (int64_t i = V8; i < V; i++) z[i] -= c;
+}
+
+// gz = exp(ls) * (c - b * ls) * inv_t in place of ls; then gz[id] += a * inv_t.
+__attribute__((target("avx2,fma"), optimize("O3"))) void row_grad(float* ls, int64_t V, float a, float b, float c,
+                                                                  float inv_t, int64_t id) {
+  const __m256 vc = _mm256_set1_ps(c), vb = _mm256_set1_ps(b), vt = _mm256_set1_ps(inv_t);
+  const int64_t V8 = V & ~int64_t(7);
+  for (int64_t i = 0; i < V8; i += 8) {
+    __m256 l = _mm256_loadu_ps(ls + i);
+    __m256 p = tt_cpu::exp256(l);
+    _mm256_storeu_ps(ls + i, _mm256_mul_ps(_mm256_mul_ps(p, _mm256_fnmadd_ps(vb, l, vc)), vt));
+  }
+  for (int64_t i = V8; i < V; i++) ls[i] = std::exp(ls[i]) * (c - b * ls[i]) * inv_t;
+  ls[id] += a * inv_t;
+}
+
+// The forward pass over rows [r0, r0+n) whose logits z (n,V) are already in
+// place: fills lse, lp (and ent) at those rows, and leaves log p in z when
+// keep_logp.
+void fast_rows_forward(float* z, int64_t r0, int64_t n, int64_t V, float inv_t, const int64_t* tgt, float* lse,
+                       float* lp, float* ent, bool keep_logp) {
+  at::parallel_for(0, n, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; i++) {
+      float* zr = z + i * V;
+      const int64_t r = r0 + i;
+      const float mx = row_scale_max(zr, V, inv_t);
+      const RowSums sm = row_exp_sums(zr, V, mx, ent != nullptr);
+      const double logs = std::log(sm.s);
+      const float l = (float)(mx + logs);
+      lse[r] = l;
+      lp[r] = zr[tgt[r]] - l;
+      if (ent) ent[r] = (float)(logs - sm.z / sm.s);
+      if (keep_logp) row_sub(zr, V, l);
+    }
+  });
+}
+
+// The fast forward: returns {lp (B,T), ent (B,T) or undefined} and sets
+// lse (R), the entropy per row (R, when with_ent) and, when keep, log p (R,V).
+std::vector<at::Tensor> fast_forward(const at::Tensor& hidden, const at::Tensor& w, const at::Tensor& ids,
+                                     double temp, bool with_ent, int64_t chunk_rows, bool keep, at::Tensor* lse,
+                                     at::Tensor* ent_rows, at::Tensor* saved) {
+  const int64_t B = hidden.size(0), T = hidden.size(1), E = hidden.size(2), V = w.size(0), R = B * (T - 1);
+  at::TensorOptions f = hidden.options().dtype(at::kFloat);
+  const at::Tensor hc = hidden.narrow(1, 0, T - 1).reshape({R, E}).contiguous();
+  const at::Tensor wc = w.contiguous();
+  const at::Tensor tgt = ids.narrow(1, 1, T - 1).reshape({R}).contiguous();
+  for (int64_t r = 0; r < R; r++) {
+    const int64_t id = tgt.data_ptr<int64_t>()[r];
+    if (id < 0 || id >= V) throw std::runtime_error("token id " + std::to_string(id) + " outside the head's vocabulary");
+  }
+  *lse = at::empty({R}, f);
+  at::Tensor lpr = at::empty({R}, f);
+  *ent_rows = with_ent ? at::empty({R}, f) : at::Tensor();
+  *saved = keep ? at::empty({R, V}, f) : at::Tensor();
+  at::Tensor buf = keep ? at::Tensor() : at::empty({std::min(R, chunk_rows), V}, f);
+  for (int64_t r0 = 0; r0 < R; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, R - r0);
+    at::Tensor z = keep ? saved->narrow(0, r0, n) : buf.narrow(0, 0, n);
+    at::mm_out(z, hc.narrow(0, r0, n), wc.t());
+    fast_rows_forward(z.data_ptr<float>(), r0, n, V, (float)(1.0 / temp), tgt.data_ptr<int64_t>(),
+                      lse->data_ptr<float>(), lpr.data_ptr<float>(), with_ent ? ent_rows->data_ptr<float>() : nullptr,
+                      keep);
+  }
+  at::Tensor lp = at::zeros({B, T}, f);
+  lp.narrow(1, 1, T - 1).copy_(lpr.view({B, T - 1}));
+  at::Tensor en;
+  if (with_ent) {
+    en = at::zeros({B, T}, f);
+    en.narrow(1, 1, T - 1).copy_(ent_rows->view({B, T - 1}));
+  }
+  return {lp, en};
+}
+
+// The fast backward: {grad hidden, grad w} (either undefined when not needed).
+std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor& w, const at::Tensor& ids,
+                                      const at::Tensor& lse, const at::Tensor& ent_rows, at::Tensor saved, double temp,
+                                      int64_t chunk_rows, const at::Tensor& g_lp, const at::Tensor& g_en, bool need_h,
+                                      bool need_w) {
+  const int64_t B = hidden.size(0), T = hidden.size(1), E = hidden.size(2), V = w.size(0), R = B * (T - 1);
+  at::TensorOptions f = hidden.options().dtype(at::kFloat);
+  const at::Tensor hc = hidden.narrow(1, 0, T - 1).reshape({R, E}).contiguous();
+  const at::Tensor wc = w.contiguous();
+  const at::Tensor tgt = ids.narrow(1, 1, T - 1).reshape({R}).contiguous();
+  const at::Tensor a = g_lp.defined() ? g_lp.narrow(1, 1, T - 1).to(at::kFloat).reshape({R}).contiguous() : at::Tensor();
+  const at::Tensor b = g_en.defined() ? g_en.narrow(1, 1, T - 1).to(at::kFloat).reshape({R}).contiguous() : at::Tensor();
+  const float inv_t = (float)(1.0 / temp);
+  at::Tensor ghr = need_h ? at::empty({R, E}, f) : at::Tensor();
+  at::Tensor gw = need_w ? at::empty({V, E}, f) : at::Tensor();
+  at::Tensor buf = saved.defined() ? at::Tensor() : at::empty({std::min(R, chunk_rows), V}, f);
+  const float *ap = a.defined() ? a.data_ptr<float>() : nullptr, *bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  const float *lsep = lse.data_ptr<float>(), *hp = ent_rows.defined() ? ent_rows.data_ptr<float>() : nullptr;
+  const int64_t* tp = tgt.data_ptr<int64_t>();
+  for (int64_t r0 = 0; r0 < R; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, R - r0);
+    at::Tensor gz;
+    if (saved.defined()) {
+      gz = saved.narrow(0, r0, n);
+    } else {
+      gz = buf.narrow(0, 0, n);
+      at::mm_out(gz, hc.narrow(0, r0, n), wc.t());
+    }
+    float* zp = gz.data_ptr<float>();
+    const bool recomputed = !saved.defined();
+    at::parallel_for(0, n, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; i++) {
+        const int64_t r = r0 + i;
+        float* row = zp + i * V;
+        if (recomputed) {  // log p = z / T - lse
+          for (int64_t j = 0; j < V; j++) row[j] = row[j] * inv_t - lsep[r];
+        }
+        const float ar = ap ? ap[r] : 0.f, br = bp ? bp[r] : 0.f, hr = (bp && hp) ? hp[r] : 0.f;
+        row_grad(row, V, ar, br, -ar - br * hr, inv_t, tp[r]);
+      }
+    });
+    if (need_h) {
+      at::Tensor out = ghr.narrow(0, r0, n);
+      at::mm_out(out, gz, wc);
+    }
+    if (need_w) {
+      if (r0 == 0)
+        at::mm_out(gw, gz.t(), hc.narrow(0, r0, n));
+      else
+        gw.addmm_(gz.t(), hc.narrow(0, r0, n));
+    }
+  }
+  at::Tensor gh;
+  if (need_h) {
+    gh = at::zeros_like(hidden);
+    gh.narrow(1, 0, T - 1).copy_(ghr.view({B, T - 1, E}));
+  }
+  return {gh, gw};
+}
+
 struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
   // hidden (B,T,E), w (V,E), ids (B,T) int64. Returns logp (B,T) and, when
   // with_ent, the entropy (B,T), both float32, 0 at t = 0.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& w,
                                const at::Tensor& ids, double temp, bool with_ent, int64_t chunk, int64_t keep) {
     const int64_t B = hidden.size(0), T = hidden.size(1);
+    if (T > 1 && head_fast_ok(hidden, w)) {
+      at::Tensor lse, ent_rows, saved;
+      const bool keep_lp = B * (T - 1) * w.size(0) <= keep;
+      std::vector<at::Tensor> out = fast_forward(hidden, w, ids, temp, with_ent, std::max<int64_t>(1, B * chunk),
+                                                 keep_lp, &lse, &ent_rows, &saved);
+      ctx->save_for_backward({hidden, w, ids, lse, saved, ent_rows});
+      ctx->saved_data["temp"] = temp;
+      ctx->saved_data["chunk"] = chunk;
+      ctx->saved_data["ent"] = with_ent;
+      ctx->saved_data["fast"] = true;
+      ctx->saved_data["consumed"] = false;
+      if (with_ent) return {out[0], out[1]};
+      return {out[0]};
+    }
     at::TensorOptions f = hidden.options().dtype(at::kFloat);
     at::Tensor lp = at::zeros({B, T}, f);
     at::Tensor en = with_ent ? at::zeros({B, T}, f) : at::Tensor();
@@ -105,6 +343,17 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
     const at::Tensor g_en = with_ent && grads.size() > 1 ? grads[1] : at::Tensor();
     const bool need_h = ctx->needs_input_grad(0), need_w = ctx->needs_input_grad(1);
     const int64_t B = hidden.size(0), T = hidden.size(1), E = hidden.size(2), V = w.size(0);
+    if (ctx->saved_data.count("fast")) {
+      if ((!g_lp.defined() && !g_en.defined()) || (!need_h && !need_w))
+        return {need_h ? at::zeros_like(hidden) : at::Tensor(), need_w ? at::zeros_like(w) : at::Tensor(),
+                at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+      // the kept log p becomes the gradient in place: a second backward recomputes
+      const bool use_saved = saved.defined() && !ctx->saved_data["consumed"].toBool();
+      ctx->saved_data["consumed"] = true;
+      std::vector<at::Tensor> g = fast_backward(hidden, w, ids, lse, s[5], use_saved ? saved : at::Tensor(), temp,
+                                                std::max<int64_t>(1, B * chunk), g_lp, g_en, need_h, need_w);
+      return {g[0], g[1], at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
     at::Tensor gh = need_h ? at::zeros_like(hidden) : at::Tensor();
     at::Tensor gw = need_w ? at::zeros({V, E}, w.options().dtype(at::kFloat)) : at::Tensor();
     if ((!g_lp.defined() && !g_en.defined()) || (!need_h && !need_w)) {
@@ -162,6 +411,8 @@ tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids,
     if (I.scalar_type() != at::kLong) return head_err("ids must be int64");
     if (!(temperature > 0)) return head_err("temperature must be > 0");
     if (chunk < 1) chunk = std::max<int64_t>(H.size(1), 1);
+    // log p is kept only for a backward that can happen
+    if (!c10::GradMode::is_enabled() || !(H.requires_grad() || W.requires_grad())) keep = 0;
     variable_list out = HeadLogProbs::apply(H, W, I, temperature, with_entropy != 0, chunk, keep);
     tt_tensor a = tt_counted(out[0]);
     if (with_entropy) {

@@ -44,6 +44,7 @@
 
 #include "shim.h"
 #include "tensor_impl.hpp"
+#include "cpu_kernels.hpp"
 
 // Same definition as in shim.cc (one definition per the ODR).
 struct tt_gen_s {
@@ -51,6 +52,11 @@ struct tt_gen_s {
 };
 
 namespace {
+
+using tt_cpu::cpu_has_avx2;
+using tt_cpu::exp256;
+using tt_cpu::hsum;
+using tt_cpu::isa_allows;
 
 tt_err llm_err(const char* op, const char* msg) {
   size_t a = strlen(op), b = strlen(msg);
@@ -128,28 +134,6 @@ at::Tensor add_lora(at::Tensor y, const at::Tensor& x, const LoRA& lo, int li, i
 // once and keeps the few input rows in L1. decode_attention does one query
 // step of attention over the KV cache in a single pass (scores, softmax,
 // weighted sum) instead of two batched GEMMs that each pack the cache.
-
-// RAGEN_CPU_ISA=avx2 (or =generic) keeps the decode kernels below that
-// instruction set: for tests of the narrower paths on a wider CPU.
-bool isa_allows(const char* isa) {
-  const char* cap = std::getenv("RAGEN_CPU_ISA");
-  if (!cap || !*cap) return true;
-  if (std::strcmp(isa, "avx2") == 0) return std::strcmp(cap, "generic") != 0;
-  return std::strcmp(cap, isa) == 0;
-}
-
-bool cpu_has_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && isa_allows("avx2");
-  return ok;
-}
-
-__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_hadd_ps(lo, lo);
-  lo = _mm_hadd_ps(lo, lo);
-  return _mm_cvtss_f32(lo);
-}
 
 // One MT x NT tile: y[m0+i, n0+j] = b[n0+j] + sum_k x[m0+i,k] w[n0+j,k].
 template <int MT, int NT>
@@ -288,26 +272,6 @@ at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor
       skinny_rows(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
   });
   return y;
-}
-
-// exp for x <= 0 (softmax after subtracting the max), Cephes-style polynomial.
-__attribute__((target("avx2,fma"))) inline __m256 exp256(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
-  __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
-  fx = _mm256_floor_ps(fx);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-  __m256 z = _mm256_mul_ps(x, x);
-  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
-  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
-  y = _mm256_fmadd_ps(y, z, x);
-  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
-  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
 // One decode step of attention for query heads [h0,h1) of batch row b.
@@ -687,6 +651,9 @@ void tt_llm_malloc_tune(int64_t bytes) {
     int v = (int)std::min<int64_t>(bytes, 1 << 30);
     mallopt(M_MMAP_THRESHOLD, v);
     mallopt(M_TRIM_THRESHOLD, v);
+    // one arena: a thread's own arena grows in 64 MiB heaps, so its larger
+    // blocks are mmap'd (and page-faulted) afresh on every allocation
+    mallopt(M_ARENA_MAX, 1);
   }
 #endif
 }

@@ -1,0 +1,56 @@
+// cpu_kernels.hpp - CPU feature checks and AVX2 helpers shared by the
+// shim's hand-written kernels (shim_llm.cc: decode projections and
+// attention; shim_head.cc: the LM head's log-softmax rows). Included only
+// from this directory.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace tt_cpu {
+
+// RAGEN_CPU_ISA=avx2 (or =generic) keeps the decode kernels below that
+// instruction set: for tests of the narrower paths on a wider CPU.
+inline bool isa_allows(const char* isa) {
+  const char* cap = std::getenv("RAGEN_CPU_ISA");
+  if (!cap || !*cap) return true;
+  if (std::strcmp(isa, "avx2") == 0) return std::strcmp(cap, "generic") != 0;
+  return std::strcmp(cap, isa) == 0;
+}
+
+inline bool cpu_has_avx2() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && isa_allows("avx2");
+  return ok;
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_hadd_ps(lo, lo);
+  lo = _mm_hadd_ps(lo, lo);
+  return _mm_cvtss_f32(lo);
+}
+
+// exp for x <= 0 (softmax after subtracting the max), Cephes-style polynomial.
+__attribute__((target("avx2,fma"))) inline __m256 exp256(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  __m256 fx = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f));
+  fx = _mm256_floor_ps(fx);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 z = _mm256_mul_ps(x, x);
+  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
+  y = _mm256_fmadd_ps(y, z, x);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+}  // namespace tt_cpu
