@@ -37,13 +37,14 @@
 //
 // # Speed
 //
-// Decoding uses fp32 AVX2 kernels in the shim for the few-row projections
-// (one pass over each weight instead of OpenBLAS's per-call packing) and for
-// single-step attention over the KV cache. Training steps allocate and free
-// the same large buffers every step; torch.KeepFreedMemory(1<<30) at
-// start-up avoids a page fault per fresh page (about 10% per step here).
-// With more than one intra-op thread, issue torch calls from one goroutine
-// locked to its OS thread (runtime.LockOSThread): every OS thread entering
-// libtorch gets its own OpenMP team, and idle teams spin against the active
-// one. Generate pins itself while it runs.
+// Decoding uses fp32 AVX-512 (or AVX2) kernels in the shim for the few-row
+// projections (one pass over each weight instead of OpenBLAS's per-call
+// packing) and for single-step attention over the KV cache; the LM head's
+// log-softmax, entropy and their gradients are one GEMM and one row pass per
+// chunk. Training steps allocate and free the same large buffers every
+// step; package torch keeps freed memory for reuse (torch.KeepFreedMemory,
+// on by default). The heavy libtorch calls (forwards, backward, optimizer
+// steps, the head) run on one OS thread that package torch owns, so callers
+// on any goroutine get the speed of a pinned thread without
+// runtime.LockOSThread.
 package llm
