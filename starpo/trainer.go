@@ -240,7 +240,7 @@ func NewTrainer(cfg Config, deps Deps) (*Trainer, error) {
 		t.criticLR = NewLRSchedule(cfg.Critic.Optim, cfg.Trainer.TotalTrainingSteps)
 	}
 	if cfg.Algorithm.UseKLInReward {
-		if t.klCtrl, err = algo.NewKLController(cfg.klControl()); err != nil {
+		if t.klCtrl, err = algo.NewKLController(cfg.KLControlConfig()); err != nil {
 			t.Close()
 			return nil, fmt.Errorf("starpo: %w", err)
 		}

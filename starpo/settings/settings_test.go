@@ -1,4 +1,4 @@
-package starpo
+package settings
 
 import (
 	"math"
