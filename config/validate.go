@@ -14,6 +14,7 @@ import (
 	"ragen/filter"
 	"ragen/ragen"
 	"ragen/starpo/algo"
+	"ragen/starpo/settings"
 	"ragen/track"
 )
 
@@ -21,15 +22,11 @@ import (
 // the packages that own keys return from their Validate methods).
 type Problem = rule.Problem
 
-// Valid names of the keys no pure package owns: trainer.resume_mode is
-// package starpo's (which config cannot import: it links libtorch) and
-// observation_format the sokoban and frozen_lake envs' (checked here for
-// programs that register no env; envPreflight builds the env otherwise).
-// Every other key's names come from the package that owns it.
-var (
-	validResumeModes  = []string{"auto", "disable", "resume_path"}
-	validObservations = []string{"coord", "grid", "grid_coord"}
-)
+// validObservations are the sokoban and frozen_lake envs'
+// observation_format names, checked here for programs that register no env
+// (envPreflight builds the env otherwise, which checks them itself). Every
+// other key's names come from the package that owns it.
+var validObservations = []string{"coord", "grid", "grid_coord"}
 
 // Validate checks cross-key consistency before any work starts: what upstream's train.py
 // and veRL's workers assert, and what would otherwise fail late (unknown names, bad
@@ -55,7 +52,7 @@ func Check(t *Tree) []Problem {
 	v.ranges()
 	v.rolloutCore()
 	v.filterCore()
-	v.algoCore()
+	v.trainerCore()
 	sort.SliceStable(v.out, func(i, j int) bool { return v.out[i].Warning != v.out[j].Warning && !v.out[i].Warning })
 	return v.out
 }
@@ -114,87 +111,23 @@ func (v *validator) reportedNear(key string) bool {
 	return false
 }
 
-// algoCore runs package algo's checks on the tree's values: the actor's
-// clip and loss settings, the critic's when it is on, the estimator
-// settings and the KL controller (only its coefficient unless
-// use_kl_in_reward: upstream reads kl_ctrl only then). A value of the
-// wrong type leaves algo's default (the tree checks report it).
-func (v *validator) algoCore() {
-	num := func(key string, def float64) float64 {
-		if x, ok := v.raw(key); ok {
-			if f, ok := toFloat(x); ok {
-				return f
-			}
-		}
-		return def
-	}
-	opt := func(key string, def *float64) *float64 {
-		x, ok := v.raw(key)
-		if !ok {
-			return def
-		}
-		if x == nil {
-			return nil
-		}
-		if f, ok := toFloat(x); ok {
-			return &f
-		}
-		return def
-	}
-	str := func(key, def string) string {
-		if s, ok := v.rawString(key); ok {
-			return s
-		}
-		return def
-	}
-	a := algo.ActorKey
-	act := algo.DefaultActorLossConfig()
-	p := &act.Policy
-	p.ClipRatio = num(a+"clip_ratio", p.ClipRatio)
-	p.ClipRatioLow, p.ClipRatioHigh = opt(a+"clip_ratio_low", p.ClipRatioLow), opt(a+"clip_ratio_high", p.ClipRatioHigh)
-	p.ClipRatioC = num(a+"clip_ratio_c", p.ClipRatioC)
-	p.LossAggMode = str(a+"loss_agg_mode", p.LossAggMode)
-	act.EntropyCoeff = num(a+"entropy_coeff", act.EntropyCoeff)
-	useKL, _ := v.raw(a + "use_kl_loss")
-	act.UseKLLoss = useKL == true
-	act.KLLossType = str(a+"kl_loss_type", act.KLLossType)
-	act.KLLossCoef = num(a+"kl_loss_coef", act.KLLossCoef)
-	v.add("actor_rollout_ref.actor", act.Validate())
-	if v.criticEnabled() {
-		vc := algo.DefaultValueLossConfig()
-		vc.ClipRangeValue = num("critic.cliprange_value", vc.ClipRangeValue)
-		vc.LossAggMode = str("critic.loss_agg_mode", vc.LossAggMode)
-		v.add("critic", vc.Validate())
-	}
-	adv := algo.DefaultAdvantageConfig()
-	adv.Gamma, adv.Lam = num("algorithm.gamma", adv.Gamma), num("algorithm.lam", adv.Lam)
-	adv.HighLevelGamma = num("algorithm.high_level_gamma", adv.HighLevelGamma)
-	v.add("algorithm", adv.Validate())
-	post := algo.DefaultPostConfig("")
-	post.FilterLossScaling = str(a+"filter_loss_scaling", post.FilterLossScaling)
-	v.add("actor_rollout_ref.actor.filter_loss_scaling", post.Validate())
-	k := algo.DefaultKLControlConfig()
-	c := algo.KLCtrlKey
-	k.Type, k.KLCoef = str(c+"type", k.Type), num(c+"kl_coef", k.KLCoef)
-	k.TargetKL, k.Horizon = num(c+"target_kl", k.TargetKL), num(c+"horizon", k.Horizon)
-	err := k.Validate()
+// trainerCore runs package settings' checks on the tree decoded onto
+// settings.DefaultConfig(), as the CLI decodes it: the trainer's keys, and
+// through them algo's loss and estimator settings and ragen's rollout
+// blocks. The KL controller's coefficient is checked also when
+// use_kl_in_reward is off (the trainer reads kl_ctrl only when it is on).
+func (v *validator) trainerCore() {
+	sc := settings.DefaultConfig()
+	decodePartial(v.t.root, &sc)
+	v.add("trainer", sc.Validate())
 	if on, _ := v.raw("algorithm.use_kl_in_reward"); on != true {
-		ps, _ := rule.Problems(err)
-		err = nil
+		ps, _ := rule.Problems(sc.KLControlConfig().Validate())
 		for _, p := range ps {
-			if p.Key == c+"kl_coef" {
-				err = p
+			if p.Key == algo.KLCtrlKey+"kl_coef" {
+				v.add("algorithm.kl_ctrl", p)
 			}
 		}
 	}
-	v.add("algorithm.kl_ctrl", err)
-}
-
-// rawString reads a string at key without reporting anything.
-func (v *validator) rawString(key string) (string, bool) {
-	x, _ := v.raw(key)
-	s, ok := x.(string)
-	return s, ok
 }
 
 // filterCore runs package filter's checks on the tree's filter keys, with
@@ -338,34 +271,9 @@ func (v *validator) strAt(key string, nullable bool) (string, bool) {
 	return s, true
 }
 
-// oneOf checks the string at key (when present) against valid, the names
-// of the package that owns the key, and reports the unknown value with a
-// suggestion and the sorted names.
-func (v *validator) oneOf(key string, valid []string) (string, bool) {
-	s, ok := v.strAt(key, false)
-	if !ok {
-		return "", false
-	}
-	if contains(valid, s) {
-		return s, true
-	}
-	v.unknown(key, s, s, valid)
-	return "", false
-}
-
 func (v *validator) unknown(key, value, hintBase string, valid []string) {
 	valid = slices.Sorted(slices.Values(valid))
 	v.errf(key, "unknown value %q%s; valid: %s", value, rule.DidYouMean(hintBase, valid), strings.Join(valid, ", "))
-}
-
-// pkgErr reports err, a package's verdict on the value at key, as a problem
-// of key: the message without its package prefix.
-func (v *validator) pkgErr(key string, err error) {
-	msg := err.Error()
-	if pkg, rest, ok := strings.Cut(msg, ": "); ok && !strings.ContainsAny(pkg, " \"") {
-		msg = rest
-	}
-	v.errf(key, "%s", msg)
 }
 
 // criticEnabled: critic.enable true, or null/absent and adv_estimator == gae.
@@ -380,34 +288,14 @@ func (v *validator) criticEnabled() bool {
 
 func (v *validator) world() (nGPU, nodes int) {
 	nGPU, nodes = 1, 1
-	if n, ok := v.intAt("trainer.n_gpus_per_node", true, false); ok {
-		if n < 1 {
-			v.errf("trainer.n_gpus_per_node", "must be >= 1, got %d", n)
-		} else {
-			nGPU = n
-		}
+	// Their ranges are package settings' (trainerCore).
+	if n, ok := v.intAt("trainer.n_gpus_per_node", true, false); ok && n >= 1 {
+		nGPU = n
 	}
-	if n, ok := v.intAt("trainer.nnodes", false, false); ok {
-		if n < 1 {
-			v.errf("trainer.nnodes", "must be >= 1, got %d", n)
-		} else {
-			nodes = n
-		}
+	if n, ok := v.intAt("trainer.nnodes", false, false); ok && n >= 1 {
+		nodes = n
 	}
 	return nGPU, nodes
-}
-
-// nearestMultiples returns the multiples of step closest below and above x (below > 0).
-func nearestMultiples(x, step int) string {
-	if step <= 0 {
-		return ""
-	}
-	lo := x / step * step
-	hi := lo + step
-	if lo <= 0 {
-		return strconv.Itoa(hi)
-	}
-	return fmt.Sprintf("%d or %d", lo, hi)
 }
 
 // nearestFitting lists the values m nearest to x (one below, one above when they exist)
@@ -465,11 +353,7 @@ func (v *validator) batchSizes() {
 	}
 	for _, role := range roles {
 		m, okM := v.intAt(role+".ppo_mini_batch_size", true, false)
-		if okM && m < 1 {
-			v.errf(role+".ppo_mini_batch_size", "must be >= 1, got %d", m)
-			okM = false
-		}
-		if role == "actor_rollout_ref.actor" && okM {
+		if role == "actor_rollout_ref.actor" && okM && m >= 1 {
 			mini = m
 		}
 		micro, okMicro := v.intAt(role+".ppo_micro_batch_size_per_gpu", false, true)
@@ -486,25 +370,21 @@ func (v *validator) batchSizes() {
 		if !okMicro && !okOld && !dyn {
 			v.errf(role+".ppo_micro_batch_size_per_gpu", "set ppo_micro_batch_size_per_gpu (or use_dynamic_bsz=true)")
 		}
-		if okMicro && micro < 1 {
-			v.errf(role+".ppo_micro_batch_size_per_gpu", "must be >= 1, got %d", micro)
-			okMicro = false
-		}
 		if !okM || !okMicro || dyn {
+			continue // the sizes' own ranges: package settings (trainerCore)
+		}
+		// RAGEN train.py's assertion (package settings' rule) on the micro
+		// batch the tree gives, also through the deprecated key.
+		if err := settings.CheckMiniBatch(role, m, micro, nGPU); err != nil {
+			v.add(role, err)
 			continue
 		}
-		// RAGEN train.py: micro x n_gpus_per_node <= mini and mini divisible by it.
 		prod := micro * nGPU
-		if prod > m || m%prod != 0 {
-			v.errf(role+".ppo_mini_batch_size", "%d is not a multiple of ppo_micro_batch_size_per_gpu x n_gpus_per_node = %d x %d = %d; nearest fitting: %s",
-				m, micro, nGPU, prod, nearestMultiples(m, prod))
-			continue
-		}
 		// veRL worker: per-GPU mini = mini * rollout.n // world, > 0 and divisible by micro.
 		perGPU := m * rolloutN / world
 		if perGPU < 1 || perGPU%micro != 0 || (m*rolloutN)%world != 0 {
 			v.errf(role+".ppo_mini_batch_size", "%d x rollout.n %d over %d GPUs (nnodes %d x %d) gives a per-GPU mini batch of %d, which must be a positive multiple of ppo_micro_batch_size_per_gpu=%d; nearest fitting: %s",
-				m, rolloutN, world, nodes, nGPU, perGPU, micro, nearestMultiples(m, lcm(prod, world*micro)))
+				m, rolloutN, world, nodes, nGPU, perGPU, micro, rule.NearestMultiples(m, lcm(prod, world*micro)))
 		}
 	}
 	for _, key := range []string{"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", "log_prob_micro_batch_size_per_gpu", "micro_batch_size_per_gpu"} {
@@ -647,11 +527,8 @@ func (v *validator) startupAsserts() {
 				mini, expr, rows, int(math.Floor(rows)))
 		}
 	}
-	// 5. bi_level_gae needs gae and no turn scores.
+	// 5. bi_level_gae needs gae (package settings' rule) and no turn scores.
 	if on, ok := v.boolAt("algorithm.bi_level_gae"); ok && on {
-		if est, _ := v.raw("algorithm.adv_estimator"); est != "gae" {
-			v.errf("algorithm.bi_level_gae", "requires algorithm.adv_estimator=gae (found %v)", est)
-		}
 		if ts, _ := v.raw("agent_proxy.use_turn_scores"); ts == true {
 			v.errf("algorithm.bi_level_gae", "requires agent_proxy.use_turn_scores=False")
 		}
@@ -778,26 +655,28 @@ func toFloat(x any) (float64, bool) {
 // names checks every enumerated setting against the names of the package
 // that owns it (algo, filter, ragen, track), or with its own check.
 func (v *validator) names() {
-	if est, ok := v.strAt("algorithm.adv_estimator", false); ok {
-		if err := algo.CheckTrainerEstimator(est); err != nil {
-			v.pkgErr("algorithm.adv_estimator", err)
-		}
-	}
+	v.strAt("algorithm.adv_estimator", false) // its names: package settings (algo's registry)
 	if x, ok := v.raw("critic.enable"); ok && x != nil {
 		if _, isBool := x.(bool); !isBool {
 			v.errf("critic.enable", "want true, false or null (null: a critic iff adv_estimator=gae), found %s", describe(x))
 		}
 	}
-	// The actor's and critic's loss names, the KL controller's type and the
-	// KL loss type are package algo's (algoCore); the in-reward KL penalty
-	// has no algo config: its name is checked here, by algo's parser.
-	if on, _ := v.raw("algorithm.use_kl_in_reward"); on == true {
-		if s, ok := v.strAt("algorithm.kl_penalty", false); ok {
-			if _, _, err := algo.ParseKLType(s); err != nil {
-				v.pkgErr("algorithm.kl_penalty", err)
-			}
+	// The trainer's names (estimator, loss modes, KL types, KL controller,
+	// resume mode, warm-up style) are package settings' and algo's
+	// (trainerCore); here only that they are strings.
+	// Upstream reads the KL names only when their feature is on (scripts
+	// pass low-var-kl harmlessly).
+	if on, _ := v.raw("actor_rollout_ref.actor.use_kl_loss"); on == true {
+		if s, ok := v.strAt("actor_rollout_ref.actor.kl_loss_type", false); ok {
+			// also without a reference model, where the trainer turns the loss off
+			v.add("actor_rollout_ref.actor.kl_loss_type", algo.CheckKLType("actor_rollout_ref.actor.kl_loss_type", s))
 		}
 	}
+	if on, _ := v.raw("algorithm.use_kl_in_reward"); on == true {
+		v.strAt("algorithm.kl_penalty", false)
+		v.strAt("algorithm.kl_ctrl.type", false)
+	}
+	v.strAt("trainer.resume_mode", false)
 	// The filter's names and ranges are package filter's (filterCore); an
 	// empty name or a zero bucket count, which package filter reads as its
 	// default, is not a value a config may spell (null asks for the default).
@@ -813,7 +692,6 @@ func (v *validator) names() {
 	if x, _ := v.raw(filter.KeyPrefix + "gradient_analysis_num_buckets"); x == 0 {
 		v.errf(filter.KeyPrefix+"gradient_analysis_num_buckets", "0 is out of range: want >= 1")
 	}
-	v.oneOf("trainer.resume_mode", validResumeModes)
 	if x, ok := v.raw("trainer.logger"); ok && x != nil {
 		loggers := track.LoggerNames()
 		switch l := x.(type) {
@@ -855,8 +733,8 @@ type rangeCheck struct {
 	nullable bool
 	integer  bool // an integer key: a float (2.7, even 3.0) is an error
 	// owner names the package whose Validate holds the key's range (its
-	// problems come in through rolloutCore, filterCore, algoCore); only
-	// the type is checked here.
+	// problems come in through rolloutCore, filterCore, trainerCore);
+	// only the type is checked here.
 	owner string
 	cond  func(*validator) bool
 }
@@ -876,7 +754,7 @@ func (v *validator) ranges() {
 		return on == true && tp == "adaptive"
 	}
 	checks := []rangeCheck{
-		{key: "actor_rollout_ref.rollout.temperature", lo: 0, hi: inf, loOpen: true},
+		{key: "actor_rollout_ref.rollout.temperature", owner: "settings"},
 		{key: "actor_rollout_ref.rollout.val_kwargs.temperature", lo: 0, hi: inf},
 		{key: "actor_rollout_ref.rollout.top_p", lo: 0, hi: 1, loOpen: true},
 		{key: "actor_rollout_ref.rollout.val_kwargs.top_p", lo: 0, hi: 1, loOpen: true},
@@ -897,20 +775,20 @@ func (v *validator) ranges() {
 		{key: "agent_proxy.max_turn", owner: "ragen", integer: true},
 		{key: "agent_proxy.max_actions_per_turn", owner: "ragen", integer: true},
 		{key: "actor_rollout_ref.rollout.tensor_model_parallel_size", lo: 1, hi: inf, integer: true},
-		{key: "actor_rollout_ref.actor.optim.lr", lo: 0, hi: inf, loOpen: true},
-		{key: "actor_rollout_ref.actor.optim.weight_decay", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", lo: 0, hi: 1},
-		{key: "actor_rollout_ref.actor.grad_clip", lo: 0, hi: inf, loOpen: true},
-		{key: "actor_rollout_ref.actor.clip_ratio", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.actor.clip_ratio_low", lo: 0, hi: inf, nullable: true},
-		{key: "actor_rollout_ref.actor.clip_ratio_high", lo: 0, hi: inf, nullable: true},
+		{key: "actor_rollout_ref.actor.optim.lr", owner: "settings"},
+		{key: "actor_rollout_ref.actor.optim.weight_decay", owner: "settings"},
+		{key: "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", owner: "settings"},
+		{key: "actor_rollout_ref.actor.grad_clip", owner: "settings"},
+		{key: "actor_rollout_ref.actor.clip_ratio", owner: "algo"},
+		{key: "actor_rollout_ref.actor.clip_ratio_low", owner: "algo", nullable: true},
+		{key: "actor_rollout_ref.actor.clip_ratio_high", owner: "algo", nullable: true},
 		{key: "actor_rollout_ref.actor.clip_ratio_c", owner: "algo"},
-		{key: "actor_rollout_ref.actor.kl_loss_coef", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.actor.ppo_epochs", lo: 1, hi: inf, integer: true},
-		{key: "critic.optim.lr", lo: 0, hi: inf, loOpen: true, cond: critic},
-		{key: "critic.optim.weight_decay", lo: 0, hi: inf, cond: critic},
-		{key: "critic.grad_clip", lo: 0, hi: inf, loOpen: true, cond: critic},
-		{key: "critic.cliprange_value", lo: 0, hi: inf, cond: critic},
+		{key: "actor_rollout_ref.actor.kl_loss_coef", owner: "algo"},
+		{key: "actor_rollout_ref.actor.ppo_epochs", owner: "settings", integer: true},
+		{key: "critic.optim.lr", owner: "settings", cond: critic},
+		{key: "critic.optim.weight_decay", owner: "settings", cond: critic},
+		{key: "critic.grad_clip", owner: "settings", cond: critic},
+		{key: "critic.cliprange_value", owner: "algo", cond: critic},
 		{key: "algorithm.gamma", owner: "algo"},
 		{key: "algorithm.lam", owner: "algo"},
 		{key: "algorithm.high_level_gamma", owner: "algo"},
@@ -919,14 +797,14 @@ func (v *validator) ranges() {
 		{key: "algorithm.kl_ctrl.horizon", owner: "algo", cond: adaptive},
 		{key: "collapse_detection.compute_freq", lo: 1, hi: inf, integer: true},
 		{key: "collapse_detection.micro_batch_size", lo: 1, hi: inf, integer: true},
-		{key: "trainer.total_training_steps", lo: 1, hi: inf, integer: true},
-		{key: "trainer.validation_steps", lo: 1, hi: inf, integer: true},
-		{key: "trainer.critic_warmup", lo: 0, hi: inf, integer: true},
+		{key: "trainer.total_training_steps", owner: "settings", integer: true},
+		{key: "trainer.validation_steps", owner: "settings", integer: true},
+		{key: "trainer.critic_warmup", owner: "settings", integer: true},
 		{key: "lora.rank", lo: 0, hi: inf, integer: true},
-		{key: "trainer.save_freq", lo: -1, hi: inf, integer: true},
-		{key: "trainer.test_freq", lo: -1, hi: inf, integer: true},
-		{key: "trainer.max_actor_ckpt_to_keep", lo: 0, hi: inf, nullable: true, integer: true},
-		{key: "trainer.max_critic_ckpt_to_keep", lo: 0, hi: inf, nullable: true, integer: true},
+		{key: "trainer.save_freq", owner: "settings", integer: true},
+		{key: "trainer.test_freq", owner: "settings", integer: true},
+		{key: "trainer.max_actor_ckpt_to_keep", owner: "settings", nullable: true, integer: true},
+		{key: "trainer.max_critic_ckpt_to_keep", owner: "settings", nullable: true, integer: true},
 	}
 	for _, c := range checks {
 		if c.cond != nil && !c.cond(v) {
@@ -948,7 +826,9 @@ func (v *validator) ranges() {
 		if c.owner != "" {
 			// The range is the owner's; a YAML .nan or .inf is reported
 			// here, in the spelling of the tree.
-			if math.IsNaN(f) || math.IsInf(f, 0) {
+			if math.IsInf(f, 0) {
+				v.errf(c.key, "%s is not finite", flowString(x))
+			} else if math.IsNaN(f) {
 				v.errf(c.key, "%s is out of range: want a finite number", flowString(x))
 			}
 			continue
@@ -961,7 +841,7 @@ func (v *validator) ranges() {
 			v.errf(c.key, "%s is out of range: want %s", flowString(x), rangeText(c))
 		}
 	}
-	// Adam betas in [0, 1).
+	// Adam betas: two numbers.
 	for _, role := range []string{"actor_rollout_ref.actor", "critic"} {
 		if x, ok := v.raw(role + ".optim.betas"); ok && x != nil {
 			l, isList := x.([]any)
@@ -969,9 +849,11 @@ func (v *validator) ranges() {
 				v.errf(role+".optim.betas", "want two numbers [beta1, beta2], found %s", describe(x))
 				continue
 			}
-			for i, e := range l {
-				if f, ok := toFloat(e); !ok || f < 0 || f >= 1 {
-					v.errf(fmt.Sprintf("%s.optim.betas[%d]", role, i), "%s is out of range: want 0 <= beta < 1", flowString(e))
+			for i, e := range l { // their range: package settings
+				if f, ok := toFloat(e); !ok {
+					v.errf(fmt.Sprintf("%s.optim.betas[%d]", role, i), "want a number, found %s", describe(e))
+				} else if math.IsNaN(f) || math.IsInf(f, 0) {
+					v.errf(fmt.Sprintf("%s.optim.betas[%d]", role, i), "%s is out of range: want a finite number", flowString(e))
 				}
 			}
 		}

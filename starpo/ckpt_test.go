@@ -176,9 +176,9 @@ func TestValidateRejectsNonFinite(t *testing.T) {
 	err := c.Validate()
 	require.Error(t, err)
 	for _, want := range []string{
-		"actor_rollout_ref.actor.optim.lr=+Inf must be a finite number",
-		"critic.optim.betas[1]=NaN must be a finite number",
-		"algorithm.kl_ctrl.target_kl=-Inf must be a finite number",
+		"actor_rollout_ref.actor.optim.lr: +Inf is not finite",
+		"critic.optim.betas[1]: NaN is not finite",
+		"algorithm.kl_ctrl.target_kl: -Inf is not finite",
 	} {
 		assert.Contains(t, err.Error(), want)
 	}

@@ -331,7 +331,7 @@ func TestNewTrainerErrors(t *testing.T) {
 	_, err = NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: func(context.Context, env.Mode, ragen.RolloutOptions) (*ragen.Batch, error) {
 		return nil, errors.New("unused")
 	}})
-	assert.ErrorContains(t, err, "ppo_mini_batch_size=3 must be a multiple")
+	assert.ErrorContains(t, err, "actor_rollout_ref.actor.ppo_mini_batch_size: 3 is not a multiple")
 }
 
 // assertSameMetrics requires the same keys and values equal to 1e-12

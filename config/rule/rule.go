@@ -10,6 +10,7 @@ package rule
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -51,6 +52,21 @@ func AtLeast(key string, got, lo int) error {
 		return nil
 	}
 	return Errorf(key, "%d is out of range: want >= %d", got, lo)
+}
+
+// NearestMultiples names the multiples of step closest below and above x
+// (only the one above when none below is positive), for messages that
+// suggest a fitting value.
+func NearestMultiples(x, step int) string {
+	if step <= 0 {
+		return ""
+	}
+	lo := x / step * step
+	hi := lo + step
+	if lo <= 0 {
+		return strconv.Itoa(hi)
+	}
+	return fmt.Sprintf("%d or %d", lo, hi)
 }
 
 // Problems flattens err (errors.Join trees) into its Problems and the

@@ -155,16 +155,17 @@ func TrainerEstimators() []string {
 }
 
 // CheckTrainerEstimator returns nil when the trainer runs the estimator
-// name (algorithm.adv_estimator), else an error listing TrainerEstimators:
-// ErrUnknownEstimator for a name not registered, and its own reason for
-// remax (upstream's trainer exits: "not tested").
+// name, else the problem of algorithm.adv_estimator listing
+// TrainerEstimators: an unknown name (with a suggestion), or remax, which
+// upstream's trainer refuses ("not tested").
 func CheckTrainerEstimator(name string) error {
+	const key = "algorithm.adv_estimator"
 	valid := strings.Join(TrainerEstimators(), ", ")
 	if name == EstReMax {
-		return fmt.Errorf("algo: remax is not supported by the trainer (upstream's trainer exits: \"not tested\"); valid: %s", valid)
+		return rule.Errorf(key, "remax is not supported by the trainer (upstream's trainer exits: \"not tested\"); valid: %s", valid)
 	}
 	if _, err := Estimator(name); err != nil {
-		return fmt.Errorf("%w %q%s; valid: %s", ErrUnknownEstimator, name, rule.DidYouMean(name, TrainerEstimators()), valid)
+		return rule.Errorf(key, "unknown advantage estimator %q%s; valid: %s", name, rule.DidYouMean(name, TrainerEstimators()), valid)
 	}
 	return nil
 }

@@ -210,9 +210,13 @@ func (c KLControlConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// klTypeProblem is ParseKLType's error as the problem of key.
-func klTypeProblem(key string, err error) rule.Problem {
-	return rule.Errorf(key, "%s", strings.TrimPrefix(err.Error(), "algo: "))
+// CheckKLType returns nil when name is a KL type (ParseKLType), else
+// ParseKLType's error as the problem of key.
+func CheckKLType(key, name string) error {
+	if _, _, err := ParseKLType(name); err != nil {
+		return rule.Errorf(key, "%s", strings.TrimPrefix(err.Error(), "algo: "))
+	}
+	return nil
 }
 
 // KLController holds the in-reward KL coefficient β (veRL's

@@ -55,18 +55,28 @@ func (c PolicyLossConfig) ClipBounds() (lo, hi float64) {
 // ActorKey is where the actor's keys live in upstream's config tree.
 const ActorKey = "actor_rollout_ref.actor."
 
+// nonNegative is the problem of key unless v is finite and >= 0.
+func nonNegative(key string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return rule.Errorf(key, "%v is not finite", v)
+	}
+	if v < 0 {
+		return rule.Errorf(key, "%v is out of range: want >= 0", v)
+	}
+	return nil
+}
+
 // Validate reports every problem at once, each a rule.Problem naming its
-// actor_rollout_ref.actor key.
+// actor_rollout_ref.actor key: clip ratios finite and >= 0, the dual-clip
+// bound > 1, a known loss_agg_mode.
 func (c PolicyLossConfig) Validate() error {
 	var errs []error
 	lo, hi := c.ClipBounds()
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"clip_ratio_low", lo}, {"clip_ratio_high", hi}} {
-		if math.IsNaN(p.v) || math.IsInf(p.v, 0) {
-			errs = append(errs, rule.Errorf(ActorKey+p.name, "%v is not finite", p.v))
-		}
+	}{{"clip_ratio", c.ClipRatio}, {"clip_ratio_low", lo}, {"clip_ratio_high", hi}} {
+		errs = append(errs, nonNegative(ActorKey+p.name, p.v))
 	}
 	if !(c.ClipRatioC > 1) || math.IsInf(c.ClipRatioC, 0) {
 		errs = append(errs, rule.Errorf(ActorKey+"clip_ratio_c", "%v is out of range: want a finite value > 1 (the dual-clip bound)", c.ClipRatioC))
@@ -219,12 +229,7 @@ func (c ActorLossConfig) Validate() error {
 		errs = append(errs, rule.Errorf(ActorKey+"entropy_coeff", "%v is not finite", c.EntropyCoeff))
 	}
 	if c.UseKLLoss {
-		if _, _, err := ParseKLType(c.KLLossType); err != nil {
-			errs = append(errs, klTypeProblem(ActorKey+"kl_loss_type", err))
-		}
-		if math.IsNaN(c.KLLossCoef) || math.IsInf(c.KLLossCoef, 0) {
-			errs = append(errs, rule.Errorf(ActorKey+"kl_loss_coef", "%v is not finite", c.KLLossCoef))
-		}
+		errs = append(errs, CheckKLType(ActorKey+"kl_loss_type", c.KLLossType), nonNegative(ActorKey+"kl_loss_coef", c.KLLossCoef))
 	}
 	return errors.Join(errs...)
 }

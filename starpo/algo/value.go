@@ -35,9 +35,7 @@ func DefaultValueLossConfig() ValueLossConfig {
 // critic key.
 func (c ValueLossConfig) Validate() error {
 	var errs []error
-	if math.IsNaN(c.ClipRangeValue) || math.IsInf(c.ClipRangeValue, 0) {
-		errs = append(errs, rule.Errorf("critic.cliprange_value", "%v is not finite", c.ClipRangeValue))
-	}
+	errs = append(errs, nonNegative("critic.cliprange_value", c.ClipRangeValue))
 	if !slices.Contains(LossAggModes(), c.LossAggMode) {
 		errs = append(errs, rule.Unknown("critic.loss_agg_mode", c.LossAggMode, LossAggModes()))
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"reflect"
 	"strings"
+
+	"ragen/config/rule"
 )
 
 // nonFinite reports every NaN or infinite float64 field of v (a config
@@ -19,7 +21,7 @@ func nonFinite(prefix string, v reflect.Value) []error {
 		return nonFinite(prefix, v.Elem())
 	case reflect.Float32, reflect.Float64:
 		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
-			return []error{fmt.Errorf("%s=%g must be a finite number", prefix, f)}
+			return []error{rule.Errorf(prefix, "%g is not finite: want a finite number", f)}
 		}
 	case reflect.Slice, reflect.Array:
 		var errs []error

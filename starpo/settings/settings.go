@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 
+	"ragen/config/rule"
 	"ragen/ragen"
 	"ragen/starpo/algo"
 )
@@ -307,143 +309,144 @@ func gcd(a, b int) int {
 
 func lcm(a, b int) int { return a / gcd(a, b) * b }
 
-func validateOptim(name string, o OptimConfig) []error {
+// ResumeModes lists the trainer.resume_mode names.
+func ResumeModes() []string { return []string{ResumeAuto, ResumeDisable, ResumePath} }
+
+// WarmupStyles lists the optim.warmup_style names.
+func WarmupStyles() []string { return []string{WarmupConstant, WarmupCosine} }
+
+// CheckMiniBatch is RAGEN train.py's assertion on one role's batch sizes
+// (role: actor_rollout_ref.actor or critic): mini and micro at least 1 and
+// mini a multiple of micro x n_gpus_per_node; the problem names the
+// nearest fitting mini batches.
+func CheckMiniBatch(role string, mini, micro, nGPU int) error {
 	var errs []error
-	if !(o.LR >= 0) {
-		errs = append(errs, fmt.Errorf("%s.optim.lr=%g must be >= 0", name, o.LR))
+	if mini < 1 {
+		errs = append(errs, rule.Errorf(role+".ppo_mini_batch_size", "must be >= 1, got %d", mini))
 	}
-	if len(o.Betas) != 2 || o.Betas[0] < 0 || o.Betas[0] >= 1 || o.Betas[1] < 0 || o.Betas[1] >= 1 {
-		errs = append(errs, fmt.Errorf("%s.optim.betas=%v must be two numbers in [0, 1)", name, o.Betas))
+	if micro < 1 {
+		errs = append(errs, rule.Errorf(role+".ppo_micro_batch_size_per_gpu", "must be >= 1, got %d", micro))
 	}
-	if o.WeightDecay < 0 {
-		errs = append(errs, fmt.Errorf("%s.optim.weight_decay=%g must be >= 0", name, o.WeightDecay))
+	if mini >= 1 && micro >= 1 {
+		if prod := micro * max(nGPU, 1); prod > mini || mini%prod != 0 {
+			errs = append(errs, rule.Errorf(role+".ppo_mini_batch_size", "%d is not a multiple of ppo_micro_batch_size_per_gpu x n_gpus_per_node = %d x %d = %d; nearest fitting: %s",
+				mini, micro, max(nGPU, 1), prod, rule.NearestMultiples(mini, prod)))
+		}
 	}
-	if o.LRWarmupStepsRatio < 0 || o.LRWarmupStepsRatio > 1 {
-		errs = append(errs, fmt.Errorf("%s.optim.lr_warmup_steps_ratio=%g must be in [0, 1]", name, o.LRWarmupStepsRatio))
+	return errors.Join(errs...)
+}
+
+// between is the problem of key unless lo <= v <= hi (loOpen: lo < v).
+func between(key string, v, lo, hi float64, loOpen bool) error {
+	bad := math.IsNaN(v) || v < lo || v > hi || (loOpen && v == lo)
+	if !bad {
+		return nil
 	}
-	switch o.WarmupStyle {
-	case WarmupConstant, WarmupCosine:
-	default:
-		errs = append(errs, fmt.Errorf("%s.optim.warmup_style=%q is not supported (valid: constant, cosine)", name, o.WarmupStyle))
+	want := fmt.Sprintf("%g <= x <= %g", lo, hi)
+	switch {
+	case math.IsInf(hi, 1) && loOpen:
+		want = fmt.Sprintf("> %g", lo)
+	case math.IsInf(hi, 1):
+		want = fmt.Sprintf(">= %g", lo)
+	case loOpen:
+		want = fmt.Sprintf("%g < x <= %g", lo, hi)
 	}
-	if o.MinLRRatio < 0 || o.MinLRRatio > 1 {
-		errs = append(errs, fmt.Errorf("%s.optim.min_lr_ratio=%g must be in [0, 1]", name, o.MinLRRatio))
+	if math.IsInf(v, 0) {
+		return rule.Errorf(key, "%v is not finite: want %s", v, want)
+	}
+	return rule.Errorf(key, "%v is out of range: want %s", v, want)
+}
+
+func validateOptim(role string, o OptimConfig) []error {
+	k := role + ".optim."
+	inf := math.Inf(1)
+	errs := []error{between(k+"lr", o.LR, 0, inf, true), between(k+"weight_decay", o.WeightDecay, 0, inf, false),
+		between(k+"lr_warmup_steps_ratio", o.LRWarmupStepsRatio, 0, 1, false), between(k+"min_lr_ratio", o.MinLRRatio, 0, 1, false)}
+	if len(o.Betas) != 2 {
+		errs = append(errs, rule.Errorf(k+"betas", "want two numbers [beta1, beta2], found %v", o.Betas))
+	}
+	for i, b := range o.Betas {
+		if !(b >= 0 && b < 1) {
+			errs = append(errs, rule.Errorf(fmt.Sprintf("%sbetas[%d]", k, i), "%v is out of range: want 0 <= beta < 1", b))
+		}
+	}
+	if !slices.Contains(WarmupStyles(), o.WarmupStyle) {
+		errs = append(errs, rule.Unknown(k+"warmup_style", o.WarmupStyle, WarmupStyles()))
 	}
 	return errs
 }
 
-// Validate reports every problem with the configuration at once. It applies
-// upstream's train.py assertions that concern the trainer (mini/micro batch
-// sizes, filter capacity is checked by the lead's config package) and
-// rejects values upstream would crash on later.
+// Validate reports every problem with the configuration at once, each a
+// rule.Problem naming its key: upstream's train.py assertions that concern
+// the trainer, what veRL's workers assert, values upstream would crash on
+// later, and the checks of the packages that own the loss settings (algo)
+// and the rollout blocks (ragen). Package config runs it on a key tree.
 func (c Config) Validate() error {
-	var errs []error
 	a, cr, tr := c.ActorRolloutRef.Actor, c.Critic, c.Trainer
-	ngpu := max(tr.NGPUsPerNode, 1)
-	if a.PPOMiniBatchSize < 1 {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.ppo_mini_batch_size=%d must be >= 1", a.PPOMiniBatchSize))
+	inf := math.Inf(1)
+	errs := []error{CheckMiniBatch("actor_rollout_ref.actor", a.PPOMiniBatchSize, a.PPOMicroBatchSizePerGPU, tr.NGPUsPerNode)}
+	add := func(es ...error) { errs = append(errs, es...) }
+	if tr.NGPUsPerNode < 1 {
+		add(rule.Errorf("trainer.n_gpus_per_node", "must be >= 1, got %d", tr.NGPUsPerNode))
 	}
-	if a.PPOMicroBatchSizePerGPU < 1 {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=%d must be >= 1", a.PPOMicroBatchSizePerGPU))
-	} else if a.PPOMiniBatchSize >= 1 {
-		if p := a.PPOMicroBatchSizePerGPU * ngpu; p > a.PPOMiniBatchSize || a.PPOMiniBatchSize%p != 0 {
-			errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.ppo_mini_batch_size=%d must be a multiple of ppo_micro_batch_size_per_gpu·n_gpus_per_node=%d", a.PPOMiniBatchSize, p))
+	if tr.NNodes < 1 {
+		add(rule.Errorf("trainer.nnodes", "must be >= 1, got %d", tr.NNodes))
+	}
+	role := func(key string, epochs int, gradClip float64, dyn bool, maxTokens int, o OptimConfig) {
+		add(rule.AtLeast(key+".ppo_epochs", epochs, 1), between(key+".grad_clip", gradClip, 0, inf, true))
+		if dyn {
+			add(rule.AtLeast(key+".ppo_max_token_len_per_gpu", maxTokens, 1))
 		}
+		add(validateOptim(key, o)...)
 	}
-	if tr.NGPUsPerNode < 1 || tr.NNodes < 1 {
-		errs = append(errs, fmt.Errorf("trainer.n_gpus_per_node=%d and trainer.nnodes=%d must be >= 1", tr.NGPUsPerNode, tr.NNodes))
-	}
-	if a.PPOEpochs < 1 {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.ppo_epochs=%d must be >= 1", a.PPOEpochs))
-	}
-	if !(a.GradClip > 0) {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.grad_clip=%g must be > 0", a.GradClip))
-	}
-	if a.UseDynamicBsz && a.PPOMaxTokenLenPerGPU < 1 {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.actor.ppo_max_token_len_per_gpu=%d must be >= 1 with use_dynamic_bsz", a.PPOMaxTokenLenPerGPU))
-	}
-	errs = append(errs, c.ActorLossConfig().Validate()) // problems name their keys
-	if !(c.ActorRolloutRef.Rollout.Temperature > 0) {
-		errs = append(errs, fmt.Errorf("actor_rollout_ref.rollout.temperature=%g must be > 0", c.ActorRolloutRef.Rollout.Temperature))
-	}
-	if c.ActorRolloutRef.Rollout.LogProbMicroBatchSizePerGPU < 0 {
-		errs = append(errs, fmt.Errorf("log_prob_micro_batch_size_per_gpu=%d must be >= 0", c.ActorRolloutRef.Rollout.LogProbMicroBatchSizePerGPU))
-	}
-	errs = append(errs, validateOptim("actor_rollout_ref.actor", a.Optim)...)
+	role("actor_rollout_ref.actor", a.PPOEpochs, a.GradClip, a.UseDynamicBsz, a.PPOMaxTokenLenPerGPU, a.Optim)
+	add(c.ActorLossConfig().Validate())
+	add(between("actor_rollout_ref.rollout.temperature", c.ActorRolloutRef.Rollout.Temperature, 0, inf, true))
+	// 0: the actor's micro batch (a Go caller's choice; a config spells a count).
+	add(rule.AtLeast("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", c.ActorRolloutRef.Rollout.LogProbMicroBatchSizePerGPU, 0))
 	pc := algo.DefaultPostConfig(c.Algorithm.AdvEstimator)
 	pc.FilterLossScaling = a.FilterLossScaling
-	errs = append(errs, pc.Validate())
+	add(pc.Validate())
 	// algorithm
-	if err := algo.CheckTrainerEstimator(c.Algorithm.AdvEstimator); err != nil {
-		errs = append(errs, fmt.Errorf("algorithm.adv_estimator: %w", err))
-	}
-	errs = append(errs, c.AdvantageConfig().Validate())
+	add(algo.CheckTrainerEstimator(c.Algorithm.AdvEstimator), c.AdvantageConfig().Validate())
 	if c.Algorithm.BiLevelGAE && c.Algorithm.AdvEstimator != algo.EstGAE {
-		errs = append(errs, fmt.Errorf("algorithm.bi_level_gae requires adv_estimator=gae (got %q)", c.Algorithm.AdvEstimator))
+		add(rule.Errorf("algorithm.bi_level_gae", "requires algorithm.adv_estimator=gae (found %s)", c.Algorithm.AdvEstimator))
 	}
 	if c.Algorithm.UseKLInReward {
-		errs = append(errs, c.KLControlConfig().Validate())
-		if _, _, err := algo.ParseKLType(c.Algorithm.KLPenalty); err != nil {
-			errs = append(errs, fmt.Errorf("algorithm.kl_penalty: %w", err))
-		}
+		add(c.KLControlConfig().Validate(), algo.CheckKLType("algorithm.kl_penalty", c.Algorithm.KLPenalty))
 		if !a.UseRef {
-			errs = append(errs, errors.New("algorithm.use_kl_in_reward needs a reference model (actor_rollout_ref.actor.use_ref=true)"))
+			add(rule.Errorf("algorithm.use_kl_in_reward", "needs a reference model (actor_rollout_ref.actor.use_ref=true)"))
 		}
 	}
-	// critic
 	if c.CriticEnabled() {
-		if cr.PPOMiniBatchSize < 1 || cr.PPOMicroBatchSizePerGPU < 1 || cr.PPOMiniBatchSize%(cr.PPOMicroBatchSizePerGPU*ngpu) != 0 {
-			errs = append(errs, fmt.Errorf("critic.ppo_mini_batch_size=%d must be a positive multiple of critic.ppo_micro_batch_size_per_gpu·n_gpus_per_node=%d", cr.PPOMiniBatchSize, cr.PPOMicroBatchSizePerGPU*ngpu))
-		}
-		if cr.PPOEpochs < 1 {
-			errs = append(errs, fmt.Errorf("critic.ppo_epochs=%d must be >= 1", cr.PPOEpochs))
-		}
-		if !(cr.GradClip > 0) {
-			errs = append(errs, fmt.Errorf("critic.grad_clip=%g must be > 0", cr.GradClip))
-		}
-		if cr.UseDynamicBsz && cr.PPOMaxTokenLenPerGPU < 1 {
-			errs = append(errs, fmt.Errorf("critic.ppo_max_token_len_per_gpu=%d must be >= 1 with use_dynamic_bsz", cr.PPOMaxTokenLenPerGPU))
-		}
-		errs = append(errs, c.ValueLossConfig(1).Validate())
-		errs = append(errs, validateOptim("critic", cr.Optim)...)
+		add(CheckMiniBatch("critic", cr.PPOMiniBatchSize, cr.PPOMicroBatchSizePerGPU, tr.NGPUsPerNode))
+		role("critic", cr.PPOEpochs, cr.GradClip, cr.UseDynamicBsz, cr.PPOMaxTokenLenPerGPU, cr.Optim)
+		add(c.ValueLossConfig(1).Validate())
 	}
 	// trainer
-	if tr.TotalTrainingSteps < 0 {
-		errs = append(errs, fmt.Errorf("trainer.total_training_steps=%d must be >= 0", tr.TotalTrainingSteps))
-	}
-	if tr.ValidationSteps < 0 {
-		errs = append(errs, fmt.Errorf("trainer.validation_steps=%d must be >= 0", tr.ValidationSteps))
-	}
-	if tr.CriticWarmup < 0 {
-		errs = append(errs, fmt.Errorf("trainer.critic_warmup=%d must be >= 0", tr.CriticWarmup))
-	}
-	switch tr.ResumeMode {
-	case ResumeAuto, ResumeDisable:
-	case ResumePath:
-		if tr.ResumeFromPath == "" {
-			errs = append(errs, errors.New("trainer.resume_mode=resume_path needs trainer.resume_from_path"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("trainer.resume_mode=%q is not one of auto, disable, resume_path", tr.ResumeMode))
+	add(rule.AtLeast("trainer.total_training_steps", tr.TotalTrainingSteps, 1),
+		rule.AtLeast("trainer.validation_steps", tr.ValidationSteps, 1),
+		rule.AtLeast("trainer.critic_warmup", tr.CriticWarmup, 0),
+		rule.AtLeast("trainer.save_freq", tr.SaveFreq, -1),
+		rule.AtLeast("trainer.test_freq", tr.TestFreq, -1))
+	if !slices.Contains(ResumeModes(), tr.ResumeMode) {
+		add(rule.Unknown("trainer.resume_mode", tr.ResumeMode, ResumeModes()))
+	} else if tr.ResumeMode == ResumePath && tr.ResumeFromPath == "" {
+		add(rule.Errorf("trainer.resume_from_path", "is empty but trainer.resume_mode=resume_path needs a global_step_N folder"))
 	}
 	if tr.SaveFreq > 0 && tr.DefaultLocalDir == "" {
-		errs = append(errs, errors.New("trainer.default_local_dir is empty but trainer.save_freq > 0"))
+		add(rule.Errorf("trainer.default_local_dir", "is empty but trainer.save_freq=%d > 0", tr.SaveFreq))
 	}
-	for _, k := range []struct {
-		name string
-		v    *int
-	}{{"max_actor_ckpt_to_keep", tr.MaxActorCkptToKeep}, {"max_critic_ckpt_to_keep", tr.MaxCriticCkptToKeep}} {
-		if k.v != nil && *k.v < 0 {
-			errs = append(errs, fmt.Errorf("trainer.%s=%d must be >= 0 (null keeps all)", k.name, *k.v))
-		}
+	if tr.MaxActorCkptToKeep != nil {
+		add(rule.AtLeast("trainer.max_actor_ckpt_to_keep", *tr.MaxActorCkptToKeep, 0))
 	}
-	// es_manager.train's sizes and agent_proxy.* are checked by package
-	// ragen, which owns them.
-	errs = append(errs, c.ESManager.Train.ValidateSizes("es_manager.train"), c.AgentProxy.Validate())
-	errs = append(errs, nonFinite("", reflect.ValueOf(c))...)
-	if c.PeakFLOPs < 0 || math.IsNaN(c.PeakFLOPs) {
-		errs = append(errs, fmt.Errorf("ragen_peak_flops=%g must be >= 0", c.PeakFLOPs))
+	if tr.MaxCriticCkptToKeep != nil {
+		add(rule.AtLeast("trainer.max_critic_ckpt_to_keep", *tr.MaxCriticCkptToKeep, 0))
 	}
+	// es_manager.train's sizes and agent_proxy.* are package ragen's.
+	add(c.ESManager.Train.ValidateSizes("es_manager.train"), c.AgentProxy.Validate())
+	add(nonFinite("", reflect.ValueOf(c))...)
+	add(between("ragen_peak_flops", c.PeakFLOPs, 0, inf, false))
 	return errors.Join(errs...)
 }
 

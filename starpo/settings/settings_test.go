@@ -73,20 +73,20 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		want []string
 	}{
 		{"micro not dividing mini", func(c *Config) { c.ActorRolloutRef.Actor.PPOMicroBatchSizePerGPU = 3 },
-			[]string{"ppo_mini_batch_size=32 must be a multiple of ppo_micro_batch_size_per_gpu·n_gpus_per_node=3"}},
+			[]string{"actor_rollout_ref.actor.ppo_mini_batch_size: 32 is not a multiple of ppo_micro_batch_size_per_gpu x n_gpus_per_node = 3 x 1 = 3; nearest fitting: 30 or 33"}},
 		{"several at once", func(c *Config) {
 			c.ActorRolloutRef.Actor.LossAggMode = "token-sum"
 			c.ActorRolloutRef.Actor.Optim.WarmupStyle = "linear"
 			c.Trainer.ResumeMode = "latest"
 			c.AgentProxy.BatchAdjustMode = "pad"
-		}, []string{"token-sum", `warmup_style="linear" is not supported`, `resume_mode="latest"`, `agent_proxy.batch_adjust_mode: unknown value "pad"`}},
+		}, []string{"token-sum", `actor_rollout_ref.actor.optim.warmup_style: unknown value "linear"; valid: constant, cosine`, `trainer.resume_mode: unknown value "latest"`, `agent_proxy.batch_adjust_mode: unknown value "pad"`}},
 		{"context window mode", func(c *Config) { c.AgentProxy.ContextWindowMode = "limited" },
 			[]string{`agent_proxy.context_window_mode: unknown value "limited"`}},
 		{"train env groups", func(c *Config) { c.ESManager.Train.EnvGroups = 0 }, []string{"es_manager.train.env_groups: must be >= 1, got 0"}},
-		{"remax refused", func(c *Config) { c.Algorithm.AdvEstimator = "remax" }, []string{"algorithm.adv_estimator: algo: remax is not supported"}},
+		{"remax refused", func(c *Config) { c.Algorithm.AdvEstimator = "remax" }, []string{"algorithm.adv_estimator: remax is not supported"}},
 		{"unknown estimator", func(c *Config) { c.Algorithm.AdvEstimator = "opo" }, []string{"algorithm.adv_estimator", "opo"}},
 		{"bi-level needs gae", func(c *Config) { c.Algorithm.AdvEstimator, c.Algorithm.BiLevelGAE = "grpo", true },
-			[]string{"bi_level_gae requires adv_estimator=gae"}},
+			[]string{"algorithm.bi_level_gae: requires algorithm.adv_estimator=gae (found grpo)"}},
 		{"dual clip c", func(c *Config) { c.ActorRolloutRef.Actor.ClipRatioC = 1 }, []string{"actor_rollout_ref.actor.clip_ratio_c: 1 is out of range"}},
 		{"gamma", func(c *Config) { c.Algorithm.Gamma = 1.5 }, []string{"algorithm.gamma: 1.5 is out of range: want 0 <= x <= 1"}},
 		{"adaptive horizon", func(c *Config) {
@@ -95,14 +95,18 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 			[]string{"algorithm.kl_ctrl.horizon: 0 is out of range"}},
 		{"kl in reward without ref", func(c *Config) {
 			c.Algorithm.UseKLInReward, c.ActorRolloutRef.Actor.UseRef = true, false
-		}, []string{"use_kl_in_reward needs a reference model"}},
+		}, []string{"algorithm.use_kl_in_reward: needs a reference model"}},
 		{"dashed kl name", func(c *Config) { c.Algorithm.UseKLInReward, c.Algorithm.KLPenalty = true, "low-var-kl" },
 			[]string{`algorithm.kl_penalty`, "low-var-kl"}},
-		{"resume path", func(c *Config) { c.Trainer.ResumeMode = ResumePath }, []string{"needs trainer.resume_from_path"}},
-		{"critic batch", func(c *Config) { c.Critic.PPOMicroBatchSizePerGPU = 5 }, []string{"critic.ppo_mini_batch_size=32"}},
-		{"betas", func(c *Config) { c.ActorRolloutRef.Actor.Optim.Betas = []float64{0.9} }, []string{"betas=[0.9]"}},
-		{"temperature", func(c *Config) { c.ActorRolloutRef.Rollout.Temperature = 0 }, []string{"temperature=0 must be > 0"}},
-		{"negative keep", func(c *Config) { k := -1; c.Trainer.MaxActorCkptToKeep = &k }, []string{"max_actor_ckpt_to_keep=-1"}},
+		{"resume path", func(c *Config) { c.Trainer.ResumeMode = ResumePath }, []string{"trainer.resume_from_path: is empty but trainer.resume_mode=resume_path"}},
+		{"critic batch", func(c *Config) { c.Critic.PPOMicroBatchSizePerGPU = 5 }, []string{"critic.ppo_mini_batch_size: 32 is not a multiple"}},
+		{"betas", func(c *Config) { c.ActorRolloutRef.Actor.Optim.Betas = []float64{0.9} }, []string{"actor_rollout_ref.actor.optim.betas: want two numbers [beta1, beta2], found [0.9]"}},
+		{"temperature", func(c *Config) { c.ActorRolloutRef.Rollout.Temperature = 0 }, []string{"actor_rollout_ref.rollout.temperature: 0 is out of range: want > 0"}},
+		{"negative keep", func(c *Config) { k := -1; c.Trainer.MaxActorCkptToKeep = &k }, []string{"trainer.max_actor_ckpt_to_keep: -1 is out of range: want >= 0"}},
+		{"lr", func(c *Config) { c.Critic.Optim.LR = 0 }, []string{"critic.optim.lr: 0 is out of range: want > 0"}},
+		{"steps", func(c *Config) { c.Trainer.TotalTrainingSteps = 0 }, []string{"trainer.total_training_steps: 0 is out of range: want >= 1"}},
+		{"gpus", func(c *Config) { c.Trainer.NNodes = 0 }, []string{"trainer.nnodes: must be >= 1, got 0"}},
+		{"clip ratio", func(c *Config) { c.ActorRolloutRef.Actor.ClipRatioLow = algo.Float(-0.1) }, []string{"actor_rollout_ref.actor.clip_ratio_low: -0.1 is out of range: want >= 0"}},
 		{"filter scaling", func(c *Config) { c.ActorRolloutRef.Actor.FilterLossScaling = "cube" }, []string{`actor_rollout_ref.actor.filter_loss_scaling: unknown value "cube"`}},
 	}
 	for _, tc := range cases {
