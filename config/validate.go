@@ -767,7 +767,7 @@ func (v *validator) ranges() {
 		// silently keeps everything (divergences.md).
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, loOpen: true, cond: filterOn("top_p", "top_k")},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 1, hi: inf, cond: filterOn("top_k_abs")},
-		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", lo: 0, hi: inf},
+		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", owner: "filter"},
 		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", owner: "filter", integer: true},
 		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", owner: "filter", integer: true},
 		{key: "actor_rollout_ref.rollout.response_length", owner: "ragen", integer: true},

@@ -101,6 +101,8 @@ func TestValidateMessages(t *testing.T) {
 			[]string{"actor_rollout_ref.rollout.gradient_analysis_num_buckets: 0 is out of range: want >= 1"}},
 		{"negative buckets", "base", []string{"actor_rollout_ref.rollout.gradient_analysis_num_buckets=-2"},
 			[]string{"actor_rollout_ref.rollout.gradient_analysis_num_buckets: -2 is out of range: want >= 1"}},
+		{"selection eps", "base", []string{"actor_rollout_ref.rollout.rollout_filter_selection_eps=-0.1"},
+			[]string{"actor_rollout_ref.rollout.rollout_filter_selection_eps: -0.1 is out of range: want >= 0"}},
 		{"empty stop steps", "base", []string{"actor_rollout_ref.rollout.rollout_filter_empty_stop_steps=-1"},
 			[]string{"actor_rollout_ref.rollout.rollout_filter_empty_stop_steps: -1 is out of range: want >= 0"}},
 		{"top_p mode under top_k", "base", []string{"actor_rollout_ref.rollout.rollout_filter_strategy=top_k", "actor_rollout_ref.rollout.rollout_filter_value=0.5", "actor_rollout_ref.rollout.rollout_filter_top_p_prob_mode=cubic"},

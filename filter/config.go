@@ -240,6 +240,8 @@ func (c Config) Validate() error {
 	name("rollout_filter_top_p_prob_mode", c.TopPProbMode, validProbModes)
 	if math.IsNaN(c.SelectionEps) || math.IsInf(c.SelectionEps, 0) {
 		add(rule.Errorf(KeyPrefix+"rollout_filter_selection_eps", "%v is not finite", c.SelectionEps))
+	} else if c.SelectionEps < 0 {
+		add(rule.Errorf(KeyPrefix+"rollout_filter_selection_eps", "%v is out of range: want >= 0", c.SelectionEps))
 	}
 	if _, err := NormalizeMetric(c.Metric); err != nil {
 		add(rule.UnknownLike(KeyPrefix+"rollout_filter_metric", c.Metric, strings.ToLower(c.Metric), Metrics()))
