@@ -168,28 +168,7 @@ func (v *validator) rolloutCore() {
 // on past a value of the wrong type; the tree checks report those), with
 // null values left out so they keep dst's defaults.
 func decodePartial(x any, dst any) {
-	_ = toNode(withoutNulls(x)).Decode(dst)
-}
-
-func withoutNulls(x any) any {
-	switch t := x.(type) {
-	case *Map:
-		out := newMap()
-		for _, k := range t.keys {
-			if e := t.vals[k]; e != nil {
-				out.keys = append(out.keys, k)
-				out.vals[k] = withoutNulls(e)
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = withoutNulls(e)
-		}
-		return out
-	}
-	return x
+	_ = toNode(copyTree(x, true)).Decode(dst)
 }
 
 func (v *validator) warnf(key, format string, args ...any) {

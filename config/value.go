@@ -60,18 +60,25 @@ func (m *Map) del(k string) {
 }
 
 // clone returns a deep copy of v.
-func clone(v any) any {
+func clone(v any) any { return copyTree(v, false) }
+
+// copyTree returns a deep copy of v; dropNulls leaves out the map entries
+// whose value is null.
+func copyTree(v any, dropNulls bool) any {
 	switch x := v.(type) {
 	case *Map:
-		c := &Map{keys: append([]string(nil), x.keys...), vals: make(map[string]any, len(x.vals))}
-		for k, vv := range x.vals {
-			c.vals[k] = clone(vv)
+		c := &Map{vals: make(map[string]any, len(x.vals))}
+		for _, k := range x.keys {
+			if e := x.vals[k]; e != nil || !dropNulls {
+				c.keys = append(c.keys, k)
+				c.vals[k] = copyTree(e, dropNulls)
+			}
 		}
 		return c
 	case []any:
 		c := make([]any, len(x))
 		for i, e := range x {
-			c[i] = clone(e)
+			c[i] = copyTree(e, dropNulls)
 		}
 		return c
 	default:
