@@ -216,6 +216,9 @@ func DefaultConfig() Config {
 	// shared one would make the last of the two keys decoded set both.
 	keepActor, keepCritic := 1, 1
 	rollout := ragen.DefaultConfig()
+	// The loss, estimator and KL controller defaults are algo's.
+	act, val := algo.DefaultActorLossConfig(), algo.DefaultValueLossConfig()
+	adv, kl := algo.DefaultAdvantageConfig(), algo.DefaultKLControlConfig()
 	return Config{
 		ModelPath:        "Qwen/Qwen2.5-3B-Instruct",
 		UpstreamFrozenLR: true,
@@ -223,22 +226,22 @@ func DefaultConfig() Config {
 		ActorRolloutRef: ActorRolloutRefConfig{
 			Actor: ActorConfig{
 				PPOMiniBatchSize: 32, PPOMicroBatchSizePerGPU: 1, UseRef: true,
-				EntropyCoeff: 0.001, KLLossType: "kl", ClipRatio: 0.2,
-				ClipRatioLow: algo.Float(0.2), ClipRatioHigh: algo.Float(0.28), ClipRatioC: 3.0,
-				LossAggMode: algo.TokenMean, FilterLossScaling: algo.FilterScalingNone,
+				EntropyCoeff: act.EntropyCoeff, KLLossType: act.KLLossType, ClipRatio: act.Policy.ClipRatio,
+				ClipRatioLow: act.Policy.ClipRatioLow, ClipRatioHigh: act.Policy.ClipRatioHigh, ClipRatioC: act.Policy.ClipRatioC,
+				LossAggMode: act.Policy.LossAggMode, FilterLossScaling: algo.FilterScalingNone,
 				PPOEpochs: 1, GradClip: 1.0, PPOMaxTokenLenPerGPU: 16384,
 				Optim: defaultOptim(1e-6),
 			},
 			Rollout: RolloutConfig{Temperature: 1, LogProbMicroBatchSizePerGPU: 1, EmptyStopSteps: 5},
 		},
 		Critic: CriticConfig{
-			PPOMiniBatchSize: 32, PPOMicroBatchSizePerGPU: 1, ClipRangeValue: 0.5,
+			PPOMiniBatchSize: 32, PPOMicroBatchSizePerGPU: 1, ClipRangeValue: val.ClipRangeValue,
 			PPOEpochs: 1, GradClip: 1.0, PPOMaxTokenLenPerGPU: 32768, Optim: defaultOptim(1e-5),
 		},
 		Algorithm: AlgorithmConfig{
-			Gamma: 1, Lam: 1, HighLevelGamma: 0.95, AdvEstimator: algo.EstGAE,
-			NormAdvByStdInGRPO: true, KLPenalty: "kl",
-			KLCtrl: KLCtrlConfig{Type: algo.KLCtrlFixed, KLCoef: 0, TargetKL: 0.1, Horizon: 10000},
+			Gamma: adv.Gamma, Lam: adv.Lam, HighLevelGamma: adv.HighLevelGamma, AdvEstimator: algo.EstGAE,
+			NormAdvByStdInGRPO: adv.NormAdvByStdInGRPO, KLPenalty: act.KLLossType,
+			KLCtrl: KLCtrlConfig{Type: kl.Type, KLCoef: kl.KLCoef, TargetKL: kl.TargetKL, Horizon: kl.Horizon},
 		},
 		Trainer: TrainerConfig{
 			ProjectName: "ragen", ExperimentName: "test", TotalTrainingSteps: 200,
@@ -288,9 +291,10 @@ func (c Config) ValueLossConfig(gradAccum int) algo.ValueLossConfig {
 
 // AdvantageConfig maps algorithm.* onto algo's estimator settings.
 func (c Config) AdvantageConfig() algo.AdvantageConfig {
-	a := c.Algorithm
-	return algo.AdvantageConfig{Gamma: a.Gamma, Lam: a.Lam, HighLevelGamma: a.HighLevelGamma,
-		BiLevelGAE: a.BiLevelGAE, NormAdvByStdInGRPO: a.NormAdvByStdInGRPO, GRPOEpsilon: 1e-6}
+	a, out := c.Algorithm, algo.DefaultAdvantageConfig() // GRPO's ε is algo's
+	out.Gamma, out.Lam, out.HighLevelGamma = a.Gamma, a.Lam, a.HighLevelGamma
+	out.BiLevelGAE, out.NormAdvByStdInGRPO = a.BiLevelGAE, a.NormAdvByStdInGRPO
+	return out
 }
 
 // BatchDivisor is the size the adjusted batch is a multiple of:
