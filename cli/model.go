@@ -125,10 +125,21 @@ func localModelDir(path string) error {
 }
 
 // tinyModelConfig builds the model config of demo.model (sizes), defaulting
-// to llm.TinyConfig.
+// to llm.TinyConfig. demo.model.vocab_size may widen the vocabulary past the
+// tokenizer's (rows no token uses), so a speed run can take a real model's
+// head shape (151,936 rows for Qwen2.5) with the byte tokenizer;
+// demo.model.tie_word_embeddings chooses a tied or an untied head.
 func tinyModelConfig(t *config.Tree, vocab int) (llm.Config, error) {
 	c := llm.TinyConfig(vocab)
 	r := &reader{t: t}
+	r.int("demo.model.vocab_size", &c.VocabSize)
+	if t.Has("demo.model.tie_word_embeddings") {
+		b, err := t.Bool("demo.model.tie_word_embeddings")
+		if err != nil {
+			return c, fmt.Errorf("demo.model.tie_word_embeddings: %w", err)
+		}
+		c.TieWordEmbeddings = b
+	}
 	r.int("demo.model.hidden_size", &c.HiddenSize)
 	r.int("demo.model.intermediate_size", &c.IntermediateSize)
 	r.int("demo.model.num_hidden_layers", &c.NumHiddenLayers)
@@ -137,6 +148,9 @@ func tinyModelConfig(t *config.Tree, vocab int) (llm.Config, error) {
 	r.int("demo.model.max_position_embeddings", &c.MaxPositionEmbeddings)
 	if err := r.err(); err != nil {
 		return c, err
+	}
+	if c.VocabSize < vocab {
+		return c, fmt.Errorf("demo.model.vocab_size=%d is smaller than the tokenizer's vocabulary (%d)", c.VocabSize, vocab)
 	}
 	return c, c.Validate()
 }

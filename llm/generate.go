@@ -203,8 +203,7 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	sh := m.shape()
 	cur := torch.NewScope()
 	defer func() { cur.Close() }()
-	logits := fused.Forward(cur, w, sh, fused.ForwardArgs{IDs: ids, Pos: pos, Cos: m.cos, Sin: m.sin,
-		KeyBias: kbias, KV: caches, CachePos: 0, LastOnly: true, NoGrad: true})
+	logits := m.prefill(cur, w, sh, ids, pos, kbias, caches)
 	rows := make([]int, B) // batch row -> sequence
 	for i := range rows {
 		rows[i] = i
@@ -315,6 +314,36 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 		}
 	}
 	return nil
+}
+
+// prefillScoreElems bounds the attention scores one prefill call
+// materialises (rows x heads x P x P floats, 64M = 256 MiB in float32).
+var prefillScoreElems int64 = 1 << 26 // a variable for the tests
+
+// prefill runs the prompts (B,P) through the model, filling the KV caches,
+// and returns the last position's logits (B,1,V). The attention of a prompt
+// batch holds B x heads x P x P scores at once (3 GB for 128 rows of 850
+// tokens at 4 heads), so the rows go through in groups that keep it under
+// prefillScoreElems; each group writes its rows of the caches through views.
+func (m *Model) prefill(s *torch.Scope, w *fused.Weights, sh fused.Shape, ids, pos, kbias *torch.Tensor, caches []*torch.Tensor) *torch.Tensor {
+	B, P := ids.Size(0), ids.Size(1)
+	per := int64(m.cfg.NumAttentionHeads) * P * P
+	rows := max(1, prefillScoreElems/max(per, 1))
+	if rows >= B {
+		return fused.Forward(s, w, sh, fused.ForwardArgs{IDs: ids, Pos: pos, Cos: m.cos, Sin: m.sin,
+			KeyBias: kbias, KV: caches, CachePos: 0, LastOnly: true, NoGrad: true})
+	}
+	var parts []*torch.Tensor
+	for b0 := int64(0); b0 < B; b0 += rows {
+		n := min(rows, B-b0)
+		kv := make([]*torch.Tensor, len(caches))
+		for i, c := range caches {
+			kv[i] = s.Narrow(c, 0, b0, n)
+		}
+		parts = append(parts, fused.Forward(s, w, sh, fused.ForwardArgs{IDs: s.Narrow(ids, 0, b0, n), Pos: s.Narrow(pos, 0, b0, n),
+			Cos: m.cos, Sin: m.sin, KeyBias: s.Narrow(kbias, 0, b0, n), KV: kv, CachePos: 0, LastOnly: true, NoGrad: true}))
+	}
+	return s.Cat(parts, 0)
 }
 
 // accept appends one sampled id to sequence q and applies the stop rules.

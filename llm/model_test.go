@@ -674,3 +674,39 @@ func sameResult(t *testing.T, what string, a, b GenResult) {
 		}
 	}
 }
+
+// Prefilling the prompts in row groups (to bound the attention scores)
+// generates exactly what one whole-batch prefill does, left padding,
+// per-row sampling streams and all.
+func TestPrefillRowGroups(t *testing.T) {
+	m := familyModel(t, "qwen2", 12, true)
+	defer m.Close()
+	// weights large enough that the prompt (through the KV cache) shapes every token
+	s := torch.NewScope()
+	if err := torch.NoGrad(func() error {
+		for _, p := range m.Params() {
+			if p.T.Dim() == 2 {
+				s.CopyInto(p.T, s.MulS(p.T, 8))
+			}
+		}
+		return s.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	prompts := [][]int{{1, 2, 3, 4, 5, 6, 7}, {9, 8}, {40, 41, 42}, {5}, {100, 101, 102, 103, 104, 105, 106}}
+	opt := GenOptions{MaxNewTokens: 6, IgnoreEOS: true, Temperature: 0.9, RowSeeds: []uint64{1, 2, 3, 4, 5}}
+	whole, err := m.Generate(context.Background(), nil, prompts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(v int64) { prefillScoreElems = v }(prefillScoreElems)
+	prefillScoreElems = 2 * int64(m.Config().NumAttentionHeads) * 7 * 7 // two rows per group
+	grouped, err := m.Generate(context.Background(), nil, prompts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range prompts {
+		sameResult(t, fmt.Sprintf("prompt %d", i), grouped[i], whole[i])
+	}
+}

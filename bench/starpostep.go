@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"ragen/cli"
+	"ragen/track"
+)
+
+// The StarPO step at the 0.5B shape: one `ragen train` step on Sokoban
+// (upstream's CoordSokoban, its 5 turns of up to 400 response tokens each)
+// with a randomly initialised model of Qwen2.5-0.5B's shape (the byte
+// tokenizer, the vocabulary widened to 151,936 rows so the head costs what
+// Qwen's does), small groups, collapse diagnostics at upstream's defaults,
+// timed by the trainer's own timing_s/* stages. A random model never emits
+// EOS, so every turn generates the full response length: the slowest case.
+// RAGEN_BENCH_STARPO sets "layers,env_groups,group_size" (default "2,2,2";
+// "off" skips it).
+
+func init() {
+	Register(Comparison{Name: "starpo step at the 0.5B shape (by stage)", Run: RunStarPOStep})
+}
+
+// StarPOStages are the trainer's timing_s/* stages, in step order.
+var StarPOStages = []string{"gen", "filter", "collapse_metrics", "old_log_prob", "ref", "values", "adv", "update_critic", "update_actor"}
+
+// RunStarPOStep runs the step and prints its stages.
+func RunStarPOStep(cfg RunConfig, w io.Writer) error {
+	spec := os.Getenv("RAGEN_BENCH_STARPO")
+	if spec == "off" {
+		fmt.Fprintln(w, "skipped (RAGEN_BENCH_STARPO=off)")
+		return nil
+	}
+	if spec == "" {
+		spec = "2,2,2"
+	}
+	var L, G, N int
+	if _, err := fmt.Sscanf(spec, "%d,%d,%d", &L, &G, &N); err != nil {
+		return fmt.Errorf("RAGEN_BENCH_STARPO %q: want layers,env_groups,group_size", spec)
+	}
+	dir, err := os.MkdirTemp("", "ragen-bench-starpo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	c := Qwen05B(L)
+	args := []string{"train", "model_path=tiny",
+		"+demo.model.vocab_size=" + strconv.Itoa(c.VocabSize), "+demo.model.hidden_size=" + strconv.Itoa(c.HiddenSize),
+		"+demo.model.intermediate_size=" + strconv.Itoa(c.IntermediateSize), "+demo.model.num_hidden_layers=" + strconv.Itoa(L),
+		"+demo.model.num_attention_heads=" + strconv.Itoa(c.NumAttentionHeads), "+demo.model.num_key_value_heads=" + strconv.Itoa(c.NumKeyValueHeads),
+		"+demo.model.max_position_embeddings=4096", "+demo.model.tie_word_embeddings=True",
+		"es_manager.train.env_groups=" + strconv.Itoa(G), "es_manager.train.group_size=" + strconv.Itoa(N),
+		"es_manager.train.env_configs.n_groups=[" + strconv.Itoa(G) + "]", "ppo_mini_batch_size=" + strconv.Itoa(G*N),
+		"trainer.total_training_steps=1", "trainer.val_before_train=False", "trainer.test_freq=-1", "trainer.save_freq=-1",
+		"trainer.logger=[jsonl]", "trainer.default_local_dir=" + dir, "trainer.experiment_name=starpo_bench",
+		"trainer.generations_to_log_to_wandb.val=0"}
+	t0 := time.Now()
+	if err := cli.Run(context.Background(), args); err != nil {
+		return fmt.Errorf("ragen train %s: %w", strings.Join(args[1:], " "), err)
+	}
+	wall := time.Since(t0).Seconds()
+	var met map[string]float64
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") || met != nil {
+			return err
+		}
+		recs, rerr := track.ReadJSONL(p)
+		if rerr == nil && len(recs) > 0 {
+			if _, ok := recs[len(recs)-1].Data["timing_s/step"]; ok {
+				met = recs[len(recs)-1].Data
+			}
+		}
+		return nil
+	})
+	if err != nil || met == nil {
+		return fmt.Errorf("no metrics with timing_s/step under %s (%v)", dir, err)
+	}
+	step := met["timing_s/step"]
+	fmt.Fprintf(w, "%d layers (%.0fM parameters), %d groups x %d, Sokoban, response length 400 x 5 turns; %.0f response tokens in the batch; process wall %.1f s\n",
+		L, float64(c.ParamCount())/1e6, G, N, met["response_length/mean"]*float64(G*N), wall)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "stage\tseconds\tshare of step\t\n")
+	sum := 0.0
+	for _, st := range StarPOStages {
+		v, ok := met["timing_s/"+st]
+		if !ok {
+			continue
+		}
+		sum += v
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f%%\t\n", st, v, 100*v/step)
+	}
+	fmt.Fprintf(tw, "other (logging, batching)\t%.2f\t%.1f%%\t\n", step-sum, 100*(step-sum)/step)
+	fmt.Fprintf(tw, "step\t%.2f\t100%%\t\n", step)
+	return tw.Flush()
+}
