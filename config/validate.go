@@ -631,18 +631,18 @@ func toFloat(x any) (float64, bool) {
 	return 0, false
 }
 
-// names checks every enumerated setting against the names of the package
-// that owns it (algo, filter, ragen, track), or with its own check.
+// names checks that the enumerated settings are strings, and the names
+// whose owner's Validate does not see them: a KL loss type without a
+// reference model, an empty filter name, the logger names (track's list),
+// collapse's num_samples. The other names are their owners' (trainerCore,
+// rolloutCore, filterCore).
 func (v *validator) names() {
-	v.strAt("algorithm.adv_estimator", false) // its names: package settings (algo's registry)
+	v.strAt("algorithm.adv_estimator", false)
 	if x, ok := v.raw("critic.enable"); ok && x != nil {
 		if _, isBool := x.(bool); !isBool {
 			v.errf("critic.enable", "want true, false or null (null: a critic iff adv_estimator=gae), found %s", describe(x))
 		}
 	}
-	// The trainer's names (estimator, loss modes, KL types, KL controller,
-	// resume mode, warm-up style) are package settings' and algo's
-	// (trainerCore); here only that they are strings.
 	// Upstream reads the KL names only when their feature is on (scripts
 	// pass low-var-kl harmlessly).
 	if on, _ := v.raw("actor_rollout_ref.actor.use_kl_loss"); on == true {
