@@ -101,6 +101,10 @@ func TestValidateMessages(t *testing.T) {
 			[]string{"actor_rollout_ref.rollout.gradient_analysis_num_buckets: 0 is out of range: want >= 1"}},
 		{"negative buckets", "base", []string{"actor_rollout_ref.rollout.gradient_analysis_num_buckets=-2"},
 			[]string{"actor_rollout_ref.rollout.gradient_analysis_num_buckets: -2 is out of range: want >= 1"}},
+		{"kl loss coef without the kl loss", "base", []string{"actor_rollout_ref.actor.kl_loss_coef=-1"},
+			[]string{"actor_rollout_ref.actor.kl_loss_coef: -1 is out of range: want >= 0"}},
+		{"critic betas without a critic", "base", []string{"algorithm.adv_estimator=grpo", "critic.optim.betas=[0.9,1.5]"},
+			[]string{"critic.optim.betas[1]: 1.5 is out of range: want 0 <= beta < 1"}},
 		{"selection eps", "base", []string{"actor_rollout_ref.rollout.rollout_filter_selection_eps=-0.1"},
 			[]string{"actor_rollout_ref.rollout.rollout_filter_selection_eps: -0.1 is out of range: want >= 0"}},
 		{"empty stop steps", "base", []string{"actor_rollout_ref.rollout.rollout_filter_empty_stop_steps=-1"},
@@ -293,5 +297,18 @@ func TestValidateAcceptsOwnersNames(t *testing.T) {
 		if ps := Check(mustLoad(t, "base", []string{"trainer.logger=[" + n + "]"}, shipped())); len(ps) != 0 {
 			t.Errorf("trainer.logger=[%s]: %v", n, ps)
 		}
+	}
+}
+
+// custom_envs lists every tag upstream knows; only the entries the env sets
+// use are checked (an unused one is never built).
+func TestValidateChecksUsedEnvEntriesOnly(t *testing.T) {
+	tr := mustLoad(t, "_1_bandit", []string{"custom_envs.CoordSokoban.max_actions_per_traj=0"}, shipped())
+	if ps := Check(tr); len(ps) != 0 {
+		t.Fatalf("unused entry: %v", ps)
+	}
+	tr = mustLoad(t, "base", []string{"custom_envs.CoordSokoban.max_actions_per_traj=0"}, shipped())
+	if err := Validate(tr); err == nil || !strings.Contains(err.Error(), "custom_envs.CoordSokoban.max_actions_per_traj: 0 is out of range") {
+		t.Fatalf("used entry: %v", err)
 	}
 }

@@ -252,8 +252,14 @@ func (c Config) Validate() error {
 	}{{"es_manager.train", c.ESManager.Train}, {"es_manager.val", c.ESManager.Val}} {
 		add(m.set.validate(m.name, tags))
 	}
-	for _, t := range tags {
-		add(c.CustomEnvs[t].Validate(t))
+	// The entries the env sets use (custom_envs lists every tag upstream
+	// knows; an unused one is never built).
+	used := slices.Concat(c.ESManager.Train.EnvConfigs.Tags, c.ESManager.Val.EnvConfigs.Tags)
+	slices.Sort(used)
+	for _, t := range slices.Compact(used) {
+		if spec, ok := c.CustomEnvs[t]; ok {
+			add(spec.Validate(t))
+		}
 	}
 	add(c.AgentProxy.Validate())
 	add(rule.AtLeast("actor_rollout_ref.rollout.response_length", c.Rollout.ResponseLength, 1))

@@ -228,8 +228,9 @@ func (c ActorLossConfig) Validate() error {
 	if math.IsNaN(c.EntropyCoeff) || math.IsInf(c.EntropyCoeff, 0) {
 		errs = append(errs, rule.Errorf(ActorKey+"entropy_coeff", "%v is not finite", c.EntropyCoeff))
 	}
+	errs = append(errs, nonNegative(ActorKey+"kl_loss_coef", c.KLLossCoef))
 	if c.UseKLLoss {
-		errs = append(errs, CheckKLType(ActorKey+"kl_loss_type", c.KLLossType), nonNegative(ActorKey+"kl_loss_coef", c.KLLossCoef))
+		errs = append(errs, CheckKLType(ActorKey+"kl_loss_type", c.KLLossType))
 	}
 	return errors.Join(errs...)
 }

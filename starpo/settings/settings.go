@@ -361,19 +361,26 @@ func between(key string, v, lo, hi float64, loOpen bool) error {
 	return rule.Errorf(key, "%v is out of range: want %s", v, want)
 }
 
+// validateBetas checks Adam's betas of the optim block at key prefix k.
+func validateBetas(k string, betas []float64) []error {
+	var errs []error
+	if len(betas) != 2 {
+		errs = append(errs, rule.Errorf(k+"betas", "want two numbers [beta1, beta2], found %v", betas))
+	}
+	for i, b := range betas {
+		if !(b >= 0 && b < 1) {
+			errs = append(errs, rule.Errorf(fmt.Sprintf("%sbetas[%d]", k, i), "%v is out of range: want 0 <= beta < 1", b))
+		}
+	}
+	return errs
+}
+
 func validateOptim(role string, o OptimConfig) []error {
 	k := role + ".optim."
 	inf := math.Inf(1)
 	errs := []error{between(k+"lr", o.LR, 0, inf, true), between(k+"weight_decay", o.WeightDecay, 0, inf, false),
 		between(k+"lr_warmup_steps_ratio", o.LRWarmupStepsRatio, 0, 1, false), between(k+"min_lr_ratio", o.MinLRRatio, 0, 1, false)}
-	if len(o.Betas) != 2 {
-		errs = append(errs, rule.Errorf(k+"betas", "want two numbers [beta1, beta2], found %v", o.Betas))
-	}
-	for i, b := range o.Betas {
-		if !(b >= 0 && b < 1) {
-			errs = append(errs, rule.Errorf(fmt.Sprintf("%sbetas[%d]", k, i), "%v is out of range: want 0 <= beta < 1", b))
-		}
-	}
+	errs = append(errs, validateBetas(k, o.Betas)...)
 	if !slices.Contains(WarmupStyles(), o.WarmupStyle) {
 		errs = append(errs, rule.Unknown(k+"warmup_style", o.WarmupStyle, WarmupStyles()))
 	}
@@ -422,7 +429,11 @@ func (c Config) Validate() error {
 			add(rule.Errorf("algorithm.use_kl_in_reward", "needs a reference model (actor_rollout_ref.actor.use_ref=true)"))
 		}
 	}
-	if c.CriticEnabled() {
+	if !c.CriticEnabled() {
+		// The tree always carries the critic's betas; they are checked
+		// even without a critic.
+		add(validateBetas("critic.optim.", c.Critic.Optim.Betas)...)
+	} else {
 		add(CheckMiniBatch("critic", cr.PPOMiniBatchSize, cr.PPOMicroBatchSizePerGPU, tr.NGPUsPerNode))
 		role("critic", cr.PPOEpochs, cr.GradClip, cr.UseDynamicBsz, cr.PPOMaxTokenLenPerGPU, cr.Optim)
 		add(c.ValueLossConfig(1).Validate())
