@@ -721,12 +721,6 @@ type rangeCheck struct {
 func (v *validator) ranges() {
 	inf := math.Inf(1)
 	critic := func(v *validator) bool { return v.criticEnabled() }
-	filterOn := func(strategies ...string) func(*validator) bool {
-		return func(v *validator) bool {
-			s, _ := v.raw("actor_rollout_ref.rollout.rollout_filter_strategy")
-			return contains(strategies, fmt.Sprint(s))
-		}
-	}
 	adaptive := func(v *validator) bool {
 		on, _ := v.raw("algorithm.use_kl_in_reward")
 		tp, _ := v.raw("algorithm.kl_ctrl.type")
@@ -741,11 +735,6 @@ func (v *validator) ranges() {
 		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", lo: -1, hi: inf, integer: true},
 		{key: "actor_rollout_ref.rollout.gpu_memory_utilization", lo: 0, hi: 1, loOpen: true},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", owner: "filter"},
-		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, cond: filterOn("min_p")},
-		// ragen: top_p and top_k take a fraction of the groups; above 1 upstream
-		// silently keeps everything (divergences.md).
-		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 0, hi: 1, loOpen: true, cond: filterOn("top_p", "top_k")},
-		{key: "actor_rollout_ref.rollout.rollout_filter_value", lo: 1, hi: inf, cond: filterOn("top_k_abs")},
 		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", owner: "filter"},
 		{key: "actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", owner: "filter", integer: true},
 		{key: "actor_rollout_ref.rollout.gradient_analysis_num_buckets", owner: "filter", integer: true},

@@ -214,6 +214,33 @@ func (c Config) normalized() Config {
 	return c
 }
 
+// checkValue is the range of rollout_filter_value: >= 0, and for min_p at
+// most 1, for top_p and top_k in (0, 1] (ragen: a fraction of the groups;
+// above 1 upstream silently keeps everything, see doc/divergences.md), for
+// top_k_abs at least 1 (a group count).
+func (c Config) checkValue() error {
+	const key = KeyPrefix + "rollout_filter_value"
+	v := c.Value
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return rule.Errorf(key, "%v is not finite: want >= 0", v)
+	}
+	want := ""
+	switch {
+	case v < 0:
+		want = ">= 0"
+	case c.Strategy == StrategyMinP && v > 1:
+		want = "0 <= x <= 1"
+	case (c.Strategy == StrategyTopP || c.Strategy == StrategyTopK) && (v == 0 || v > 1):
+		want = "0 < x <= 1"
+	case c.Strategy == StrategyTopKAbs && v < 1:
+		want = ">= 1"
+	}
+	if want == "" {
+		return nil
+	}
+	return rule.Errorf(key, "%v is out of range: want %s", v, want)
+}
+
 // KeyPrefix is where the filter's keys live in upstream's config tree.
 const KeyPrefix = "actor_rollout_ref.rollout."
 
@@ -230,11 +257,7 @@ func (c Config) Validate() error {
 			add(rule.Unknown(KeyPrefix+key, got, valid))
 		}
 	}
-	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
-		add(rule.Errorf(KeyPrefix+"rollout_filter_value", "%v is not finite: want >= 0", c.Value))
-	} else if c.Value < 0 {
-		add(rule.Errorf(KeyPrefix+"rollout_filter_value", "%v is out of range: want >= 0", c.Value))
-	}
+	add(c.checkValue())
 	name("rollout_filter_strategy", c.Strategy, validStrategies)
 	name("rollout_filter_type", c.FilterType, validTypes)
 	name("rollout_filter_top_p_prob_mode", c.TopPProbMode, validProbModes)

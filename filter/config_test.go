@@ -135,3 +135,27 @@ func TestPartialConfigLiteral(t *testing.T) {
 		t.Fatalf("%v %v", bs, err)
 	}
 }
+
+func TestValidateValuePerStrategy(t *testing.T) {
+	for _, c := range []struct {
+		strategy string
+		value    float64
+		want     string // "" = valid
+	}{
+		{StrategyMinP, 1, ""}, {StrategyMinP, 2, "2 is out of range: want 0 <= x <= 1"},
+		{StrategyTopP, 1, ""}, {StrategyTopP, 0, "0 is out of range: want 0 < x <= 1"},
+		{StrategyTopK, 1.5, "1.5 is out of range: want 0 < x <= 1"}, {StrategyTopK, 0.25, ""},
+		{StrategyTopKAbs, 3, ""}, {StrategyTopKAbs, 0.5, "0.5 is out of range: want >= 1"},
+		{StrategyTopKAbs, -1, "-1 is out of range: want >= 0"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Strategy, cfg.Value = c.strategy, c.value
+		err := cfg.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s %v: %v", c.strategy, c.value, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), "actor_rollout_ref.rollout.rollout_filter_value: "+c.want)):
+			t.Errorf("%s %v: %v, want %q", c.strategy, c.value, err, c.want)
+		}
+	}
+}
