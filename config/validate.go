@@ -728,11 +728,11 @@ func (v *validator) ranges() {
 	}
 	checks := []rangeCheck{
 		{key: "actor_rollout_ref.rollout.temperature", owner: "settings"},
-		{key: "actor_rollout_ref.rollout.val_kwargs.temperature", lo: 0, hi: inf},
-		{key: "actor_rollout_ref.rollout.top_p", lo: 0, hi: 1, loOpen: true},
-		{key: "actor_rollout_ref.rollout.val_kwargs.top_p", lo: 0, hi: 1, loOpen: true},
-		{key: "actor_rollout_ref.rollout.top_k", lo: -1, hi: inf, integer: true},
-		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", lo: -1, hi: inf, integer: true},
+		{key: "actor_rollout_ref.rollout.val_kwargs.temperature", owner: "ragen"},
+		{key: "actor_rollout_ref.rollout.top_p", owner: "ragen"},
+		{key: "actor_rollout_ref.rollout.val_kwargs.top_p", owner: "ragen"},
+		{key: "actor_rollout_ref.rollout.top_k", owner: "ragen", integer: true},
+		{key: "actor_rollout_ref.rollout.val_kwargs.top_k", owner: "ragen", integer: true},
 		{key: "actor_rollout_ref.rollout.gpu_memory_utilization", lo: 0, hi: 1, loOpen: true},
 		{key: "actor_rollout_ref.rollout.rollout_filter_value", owner: "filter"},
 		{key: "actor_rollout_ref.rollout.rollout_filter_selection_eps", owner: "filter"},

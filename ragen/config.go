@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -262,11 +263,30 @@ func (c Config) Validate() error {
 		}
 	}
 	add(c.AgentProxy.Validate())
-	add(rule.AtLeast("actor_rollout_ref.rollout.response_length", c.Rollout.ResponseLength, 1))
-	add(rule.AtLeast("actor_rollout_ref.rollout.max_model_len", c.Rollout.MaxModelLen, 1))
+	add(c.Rollout.validate())
 	if c.ESManager.StepTimeout < 0 {
 		add(rule.Errorf("es_manager.step_timeout", "%v is out of range: want >= 0", c.ESManager.StepTimeout))
 	}
+	return errors.Join(errs...)
+}
+
+// validate checks the rollout's lengths and sampling settings (the
+// temperature is the trainer's key too, checked by package starpo/settings).
+func (r RolloutConfig) validate() error {
+	const k = "actor_rollout_ref.rollout."
+	var errs []error
+	topP := func(key string, p float64) {
+		if !(p > 0 && p <= 1) {
+			errs = append(errs, rule.Errorf(key, "%v is out of range: want 0 < x <= 1", p))
+		}
+	}
+	topP(k+"top_p", r.TopP)
+	topP(k+"val_kwargs.top_p", r.ValKwargs.TopP)
+	if t := r.ValKwargs.Temperature; !(t >= 0) || math.IsInf(t, 0) {
+		errs = append(errs, rule.Errorf(k+"val_kwargs.temperature", "%v is out of range: want >= 0", t))
+	}
+	errs = append(errs, rule.AtLeast(k+"top_k", r.TopK, -1), rule.AtLeast(k+"val_kwargs.top_k", r.ValKwargs.TopK, -1),
+		rule.AtLeast(k+"response_length", r.ResponseLength, 1), rule.AtLeast(k+"max_model_len", r.MaxModelLen, 1))
 	return errors.Join(errs...)
 }
 

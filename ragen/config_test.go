@@ -110,3 +110,18 @@ func TestESManagerStepTimeoutYAML(t *testing.T) {
 	c := DefaultConfig().ESManager
 	assert.ErrorContains(t, yaml.Unmarshal([]byte("step_timeout: soon"), &c), "es_manager.step_timeout")
 }
+
+func TestRolloutSamplingRanges(t *testing.T) {
+	c := DefaultConfig()
+	c.CustomEnvs["CoordSokoban"] = EnvSpec{EnvType: "sokoban", MaxActionsPerTraj: 10}
+	require.NoError(t, c.Validate())
+	c.Rollout.TopP, c.Rollout.TopK = 1.5, -2
+	c.Rollout.ValKwargs.Temperature, c.Rollout.ValKwargs.TopP = -1, 0
+	err := c.Validate()
+	for _, s := range []string{"actor_rollout_ref.rollout.top_p: 1.5 is out of range: want 0 < x <= 1",
+		"actor_rollout_ref.rollout.top_k: -2 is out of range: want >= -1",
+		"actor_rollout_ref.rollout.val_kwargs.temperature: -1 is out of range: want >= 0",
+		"actor_rollout_ref.rollout.val_kwargs.top_p: 0 is out of range"} {
+		assert.ErrorContains(t, err, s)
+	}
+}
