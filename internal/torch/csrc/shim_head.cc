@@ -163,6 +163,14 @@ __attribute__((target("avx2,fma"), optimize("O3"))) void row_grad(float* ls, int
   ls[id] += a * inv_t;
 }
 
+// Rows per GEMM: every chunk's GEMM streams (and OpenBLAS packs) the whole
+// head again, so chunks cost time: none when all the logits are kept anyway,
+// else at least 128M logits (512 MiB) per chunk, however small the caller's.
+int64_t fast_chunk_rows(int64_t chunk_rows, int64_t R, int64_t V, bool all) {
+  if (all) return std::max<int64_t>(R, 1);
+  return std::max<int64_t>(1, std::min(R, std::max(chunk_rows, (int64_t(1) << 27) / std::max<int64_t>(V, 1))));
+}
+
 // The forward pass over rows [r0, r0+n) whose logits z (n,V) are already in
 // place: fills lse, lp (and ent) at those rows, and leaves log p in z when
 // keep_logp.
@@ -202,6 +210,7 @@ std::vector<at::Tensor> fast_forward(const at::Tensor& hidden, const at::Tensor&
   at::Tensor lpr = at::empty({R}, f);
   *ent_rows = with_ent ? at::empty({R}, f) : at::Tensor();
   *saved = keep ? at::empty({R, V}, f) : at::Tensor();
+  chunk_rows = fast_chunk_rows(chunk_rows, R, V, keep);
   at::Tensor buf = keep ? at::Tensor() : at::empty({std::min(R, chunk_rows), V}, f);
   for (int64_t r0 = 0; r0 < R; r0 += chunk_rows) {
     const int64_t n = std::min(chunk_rows, R - r0);
@@ -236,6 +245,7 @@ std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor
   const float inv_t = (float)(1.0 / temp);
   at::Tensor ghr = need_h ? at::empty({R, E}, f) : at::Tensor();
   at::Tensor gw = need_w ? at::empty({V, E}, f) : at::Tensor();
+  chunk_rows = fast_chunk_rows(chunk_rows, R, V, saved.defined());
   at::Tensor buf = saved.defined() ? at::Tensor() : at::empty({std::min(R, chunk_rows), V}, f);
   const float *ap = a.defined() ? a.data_ptr<float>() : nullptr, *bp = b.defined() ? b.data_ptr<float>() : nullptr;
   const float *lsep = lse.data_ptr<float>(), *hp = ent_rows.defined() ? ent_rows.data_ptr<float>() : nullptr;
