@@ -247,17 +247,21 @@ func New(cfg Config, opt Options) (*Model, error) {
 		return nil, fmt.Errorf("llm: %w", err)
 	}
 	defer g.Close()
-	s := torch.NewScope()
-	defer s.Close()
 	err = torch.NoGrad(func() error {
 		for _, p := range m.named {
 			if isNormOrBias(p.Name) {
 				continue
 			}
+			// a scope per parameter: the temporaries of one at a time (a 0.5B
+			// model's init peaked at 3x its size with one scope for all)
+			s := torch.NewScope()
 			r := s.MulS(s.Randn(g, p.T.Shape(), torch.Float32, torch.CPU), cfg.InitializerRange)
 			s.CopyInto(p.T, r)
+			if err := s.Close(); err != nil {
+				return err
+			}
 		}
-		return s.Err()
+		return nil
 	})
 	if err != nil {
 		m.Close()
