@@ -149,6 +149,14 @@ __attribute__((target("avx2,fma"), optimize("O3"))) void row_sub(float* z, int64
   for (int64_t i = V8; i < V; i++) z[i] -= c;
 }
 
+// z = z * inv_t - c in place.
+__attribute__((target("avx2,fma"), optimize("O3"))) void row_scale_sub(float* z, int64_t V, float inv_t, float c) {
+  const __m256 vt = _mm256_set1_ps(inv_t), vc = _mm256_set1_ps(c);
+  const int64_t V8 = V & ~int64_t(7);
+  for (int64_t i = 0; i < V8; i += 8) _mm256_storeu_ps(z + i, _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(z + i), vt), vc));
+  for (int64_t i = V8; i < V; i++) z[i] = z[i] * inv_t - c;
+}
+
 // gz = exp(ls) * (c - b * ls) * inv_t in place of ls; then gz[id] += a * inv_t.
 __attribute__((target("avx2,fma"), optimize("O3"))) void row_grad(float* ls, int64_t V, float a, float b, float c,
                                                                   float inv_t, int64_t id) {
@@ -265,9 +273,7 @@ std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor
       for (int64_t i = lo; i < hi; i++) {
         const int64_t r = r0 + i;
         float* row = zp + i * V;
-        if (recomputed) {  // log p = z / T - lse
-          for (int64_t j = 0; j < V; j++) row[j] = row[j] * inv_t - lsep[r];
-        }
+        if (recomputed) row_scale_sub(row, V, inv_t, lsep[r]);  // log p = z / T - lse
         const float ar = ap ? ap[r] : 0.f, br = bp ? bp[r] : 0.f, hr = (bp && hp) ? hp[r] : 0.f;
         row_grad(row, V, ar, br, -ar - br * hr, inv_t, tp[r]);
       }
