@@ -39,41 +39,36 @@ func (n NumSamples) String() string {
 	return strconv.Itoa(int(n))
 }
 
-// UnmarshalYAML reads num_samples as upstream's trainer does: a string must
-// be "all" (any case); a number is converted with Python's int() (a float
-// is truncated toward zero, true counts as 1) and must then be > 0; null
-// and every other value are errors.
-func (n *NumSamples) UnmarshalYAML(node *yaml.Node) error {
-	bad := func() error {
-		return fmt.Errorf("collapse: num_samples (line %d) must be a positive integer or \"all\", got %q", node.Line, node.Value)
-	}
-	if node.Kind != yaml.ScalarNode || node.Tag == "!!null" {
-		return fmt.Errorf("collapse: num_samples (line %d) must be a positive integer or \"all\"", node.Line)
+// NumSamplesFrom reads a decoded num_samples value as upstream's trainer
+// does: a string must be "all" (any case); a number is converted with
+// Python's int() (a float is truncated toward zero, true counts as 1) and
+// must then be > 0; nil and every other value are errors. It is the one
+// home of this rule: UnmarshalYAML and package config use it.
+func NumSamplesFrom(x any) (NumSamples, error) {
+	bad := func() (NumSamples, error) {
+		if s, ok := x.(string); ok {
+			return 0, fmt.Errorf("must be a positive integer or \"all\", got %q", s)
+		}
+		return 0, fmt.Errorf("must be a positive integer or \"all\", got %v", x)
 	}
 	var v int64
-	switch node.ShortTag() {
-	case "!!str":
-		if !strings.EqualFold(node.Value, "all") {
+	switch t := x.(type) {
+	case string:
+		if !strings.EqualFold(t, "all") {
 			return bad()
 		}
-		*n = AllSamples
-		return nil
-	case "!!int":
-		if err := node.Decode(&v); err != nil {
+		return AllSamples, nil
+	case int:
+		v = int64(t)
+	case int64:
+		v = t
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) || math.Abs(t) >= 1<<62 {
 			return bad()
 		}
-	case "!!float":
-		var f float64
-		if err := node.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= 1<<62 {
-			return bad()
-		}
-		v = int64(f) // int(): truncation toward zero
-	case "!!bool":
-		var b bool
-		if err := node.Decode(&b); err != nil {
-			return bad()
-		}
-		if b {
+		v = int64(t) // int(): truncation toward zero
+	case bool:
+		if t {
 			v = 1
 		}
 	default:
@@ -82,7 +77,25 @@ func (n *NumSamples) UnmarshalYAML(node *yaml.Node) error {
 	if v <= 0 || v > math.MaxInt32 {
 		return bad()
 	}
-	*n = NumSamples(v)
+	return NumSamples(v), nil
+}
+
+// UnmarshalYAML reads num_samples by NumSamplesFrom.
+func (n *NumSamples) UnmarshalYAML(node *yaml.Node) error {
+	var x any
+	if node.Kind != yaml.ScalarNode || node.Tag == "!!null" {
+		return fmt.Errorf("collapse: num_samples (line %d) must be a positive integer or \"all\"", node.Line)
+	}
+	if node.ShortTag() == "!!str" {
+		x = node.Value
+	} else if err := node.Decode(&x); err != nil {
+		return fmt.Errorf("collapse: num_samples (line %d) must be a positive integer or \"all\", got %q", node.Line, node.Value)
+	}
+	v, err := NumSamplesFrom(x)
+	if err != nil {
+		return fmt.Errorf("collapse: num_samples (line %d) %w", node.Line, err)
+	}
+	*n = v
 	return nil
 }
 

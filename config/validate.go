@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"ragen/collapse"
 	"ragen/config/rule"
 	"slices"
 	"sort"
@@ -634,7 +635,7 @@ func toFloat(x any) (float64, bool) {
 // names checks that the enumerated settings are strings, and the names
 // whose owner's Validate does not see them: a KL loss type without a
 // reference model, an empty filter name, the logger names (track's list),
-// collapse's num_samples. The other names are their owners' (trainerCore,
+// collapse's num_samples (collapse.NumSamplesFrom's rule). The other names are their owners' (trainerCore,
 // rolloutCore, filterCore).
 func (v *validator) names() {
 	v.strAt("algorithm.adv_estimator", false)
@@ -689,17 +690,8 @@ func (v *validator) names() {
 		}
 	}
 	if x, ok := v.raw("collapse_detection.num_samples"); ok {
-		switch n := x.(type) {
-		case int:
-			if n <= 0 {
-				v.errf("collapse_detection.num_samples", "must be a positive integer or \"all\", got %d", n)
-			}
-		case string:
-			if strings.ToLower(n) != "all" {
-				v.errf("collapse_detection.num_samples", "must be a positive integer or \"all\", got %q", n)
-			}
-		default:
-			v.errf("collapse_detection.num_samples", "must be a positive integer or \"all\", found %s", describe(x))
+		if _, err := collapse.NumSamplesFrom(x); err != nil {
+			v.errf("collapse_detection.num_samples", "%v", err)
 		}
 	}
 }

@@ -133,6 +133,8 @@ func TestValidateMessages(t *testing.T) {
 			[]string{"valid: asym_clip, identity, mean, mean_std"}},
 		{"num samples", "base", []string{"collapse_detection.num_samples=some"},
 			[]string{`must be a positive integer or "all", got "some"`}},
+		{"num samples zero", "base", []string{"collapse_detection.num_samples=0.5"},
+			[]string{`collapse_detection.num_samples: must be a positive integer or "all", got 0.5`}},
 		{"logger", "base", []string{"trainer.logger=[console,wandbb]"},
 			[]string{"trainer.logger[1]: unknown logger wandbb"}},
 		// ranges
@@ -245,6 +247,7 @@ func TestValidateAcceptsUpstreamVariants(t *testing.T) {
 		{"actor_rollout_ref.rollout.rollout_filter_strategy=top_k", "actor_rollout_ref.rollout.rollout_filter_value=0.25", "ppo_mini_batch_size=32"},
 		{"actor_rollout_ref.rollout.rollout_filter_metric=Reward_STD"},
 		{"collapse_detection.num_samples=ALL"},
+		{"collapse_detection.num_samples=2.5"}, // upstream's int(): 2
 		{"agent_proxy.context_window_mode=limited_multi_turn", "agent_proxy.max_context_window=2"},
 		{"system.CUDA_VISIBLE_DEVICES='0,1'", "trainer.n_gpus_per_node=2", "ppo_mini_batch_size=32"},
 		{"critic.optim.lr=0", "algorithm.adv_estimator=grpo"}, // no critic: its lr is unused
