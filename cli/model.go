@@ -35,8 +35,9 @@ func initTorch(t *config.Tree) {
 	}
 }
 
-// modelOptions reads the device and dtype (ragen keys system.device and
-// actor_rollout_ref.model.dtype; defaults cpu and float32).
+// modelOptions reads the device and dtypes (ragen keys system.device,
+// actor_rollout_ref.model.dtype and .compute_dtype; defaults cpu, float32
+// and no mixed precision).
 func modelOptions(t *config.Tree, deviceFlag string) (llm.Options, error) {
 	opt := llm.DefaultOptions()
 	dev := deviceFlag
@@ -60,6 +61,20 @@ func modelOptions(t *config.Tree, deviceFlag string) (llm.Options, error) {
 		}
 		if opt.DType, err = torch.ParseDType(s); err != nil {
 			return opt, err
+		}
+	}
+	// mixed precision as FSDP's mixed_precision.param_dtype: bf16 compute on
+	// float32 master weights (llm.Options.ComputeDType)
+	if t.Has("actor_rollout_ref.model.compute_dtype") {
+		s, err := t.String("actor_rollout_ref.model.compute_dtype")
+		if err != nil {
+			return opt, err
+		}
+		if opt.ComputeDType, err = torch.ParseDType(s); err != nil {
+			return opt, fmt.Errorf("actor_rollout_ref.model.compute_dtype: %w", err)
+		}
+		if opt.ComputeDType != opt.DType && opt.ComputeDType != torch.BFloat16 && opt.ComputeDType != torch.Float16 {
+			return opt, fmt.Errorf("actor_rollout_ref.model.compute_dtype=%s: mixed precision computes in bfloat16 or float16", s)
 		}
 	}
 	var err error

@@ -29,13 +29,10 @@ func (m *Model) GradientCheckpointing() bool { return m.opt.GradientCheckpointin
 // and recording gradients.
 func (m *Model) checkpointing() bool { return m.opt.GradientCheckpointing && torch.GradEnabled() }
 
-// checkpointLayer is layer i of the Go forward as one checkpointed node.
-func (m *Model) checkpointLayer(b *block, i int, x *torch.Tensor) *torch.Tensor {
-	l := fusedLayers(m.layers[i : i+1])[0]
-	var lora *[14]*torch.Tensor
-	scale := 0.0
-	if m.lora != nil {
-		lora, scale = &m.lora.layers[i], m.lora.scale
-	}
-	return fused.CheckpointLayer(b.s, x, &l, lora, scale, m.shape(), b.cos, b.sin, b.bias)
+// checkpointLayer is the block's layer (its weights and LoRA as the Go
+// forward uses them, cast to the compute dtype when that differs) as one
+// checkpointed node.
+func (m *Model) checkpointLayer(b *block, x *torch.Tensor) *torch.Tensor {
+	l := fusedLayers([]layer{*b.w})[0]
+	return fused.CheckpointLayer(b.s, x, &l, b.lora, b.scale, m.shape(), b.cos, b.sin, b.bias)
 }

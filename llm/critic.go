@@ -91,7 +91,11 @@ func (c *Critic) Trunk() *Model { return c.trunk }
 // normalised hidden states.
 func (c *Critic) Values(s *torch.Scope, ids, positions, attn *torch.Tensor) *torch.Tensor {
 	h := c.trunk.Hidden(s, ids, positions, attn)
-	v := s.Linear(h, c.w, c.b)
+	w, b := c.w, c.b
+	if dt := c.trunk.ComputeDType(); dt != c.trunk.opt.DType { // mixed precision
+		w, b = s.Cast(w, dt), s.Cast(b, dt)
+	}
+	v := s.Linear(h, w, b)
 	if v == nil {
 		return nil
 	}

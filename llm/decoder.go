@@ -127,8 +127,12 @@ func (m *Model) goForward(s *torch.Scope, ids, positions, attn *torch.Tensor, he
 		s.Fail(fmt.Errorf("llm: rotary table: %w", err))
 		return nil
 	}
-	D, dt := int64(m.cfg.HeadDimension()), m.opt.DType
+	D, dt := int64(m.cfg.HeadDimension()), m.ComputeDType()
+	mixed := dt != m.opt.DType
 	x := s.Embedding(m.embed, ids) // (B,T,E)
+	if mixed {
+		x = s.Cast(x, dt)
+	}
 	p := s.Reshape(positions, -1)
 	cos := s.Cast(s.View(s.IndexSelect(m.cos, 0, p), B, 1, T, D), dt) // (B,1,T,D)
 	sin := s.Cast(s.View(s.IndexSelect(m.sin, 0, p), B, 1, T, D), dt)
@@ -156,9 +160,12 @@ func (m *Model) goForward(s *torch.Scope, ids, positions, attn *torch.Tensor, he
 		if m.lora != nil {
 			b.lora = &m.lora.layers[i]
 		}
+		if mixed { // compute copies; their gradients flow back to the master weights
+			b.w, b.lora = castLayer(ls, b.w, dt), castLoRA(ls, b.lora, dt)
+		}
 		var y *torch.Tensor
 		if m.checkpointing() {
-			y = ls.Escape(m.checkpointLayer(b, i, x)) // (B,T,E); recomputed in backward
+			y = ls.Escape(m.checkpointLayer(b, x)) // (B,T,E); recomputed in backward
 		} else {
 			y = ls.Escape(m.fam.layer(b, x)) // (B,T,E)
 		}
@@ -169,13 +176,50 @@ func (m *Model) goForward(s *torch.Scope, ids, positions, attn *torch.Tensor, he
 		x = s.Own(y, nil)
 	}
 	b.s = s
-	x = b.rmsNorm(x, m.norm) // (B,T,E)
+	nw := m.norm
+	if mixed {
+		nw = s.Cast(nw, dt)
+	}
+	x = b.rmsNorm(x, nw) // (B,T,E)
 	if !head {
 		return x
 	}
+	return s.Linear(x, m.computeHead(s), nil) // (B,T,V)
+}
+
+// computeHead is the LM head (the embedding when tied) in the compute dtype.
+func (m *Model) computeHead(s *torch.Scope) *torch.Tensor {
 	w := m.head
 	if w == nil {
 		w = m.embed
 	}
-	return s.Linear(x, w, nil) // (B,T,V)
+	if dt := m.ComputeDType(); dt != m.opt.DType {
+		return s.Cast(w, dt)
+	}
+	return w
+}
+
+// castLayer returns the layer's weights cast to dt (nil roles stay nil).
+func castLayer(s *torch.Scope, l *layer, dt torch.DType) *layer {
+	var out layer
+	for r, t := range l {
+		if t != nil {
+			out[r] = s.Cast(t, dt)
+		}
+	}
+	return &out
+}
+
+// castLoRA returns the adapters cast to dt (nil when LoRA is off).
+func castLoRA(s *torch.Scope, l *[14]*torch.Tensor, dt torch.DType) *[14]*torch.Tensor {
+	if l == nil {
+		return nil
+	}
+	var out [14]*torch.Tensor
+	for i, t := range l {
+		if t != nil {
+			out[i] = s.Cast(t, dt)
+		}
+	}
+	return &out
 }

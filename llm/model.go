@@ -18,6 +18,23 @@ type Options struct {
 	// GradientCheckpointing recomputes each decoder layer in backward instead
 	// of keeping its activations (SetGradientCheckpointing; checkpoint.go).
 	GradientCheckpointing bool
+	// ComputeDType, when BFloat16 or Float16 with Float32 (or Float64)
+	// parameters, is mixed precision as FSDP's param_dtype runs it: the
+	// training and scoring forward (and so the backward) compute on copies
+	// of the weights in that dtype, made at every forward, while the
+	// parameters, their gradients and the optimizer state stay in DType (the
+	// master weights). Generation keeps DType. Any other value: no mixing.
+	ComputeDType torch.DType
+}
+
+// ComputeDType is the dtype the training and scoring forward computes in:
+// Options.ComputeDType when it makes mixed precision, else the parameters'.
+func (m *Model) ComputeDType() torch.DType {
+	c := m.opt.ComputeDType
+	if (c == torch.BFloat16 || c == torch.Float16) && (m.opt.DType == torch.Float32 || m.opt.DType == torch.Float64) {
+		return c
+	}
+	return m.opt.DType
 }
 
 // DefaultOptions is float32 on the CPU with seed 0.
@@ -469,10 +486,7 @@ func (m *Model) TokenLogProbs(s *torch.Scope, ids, positions, attn *torch.Tensor
 	if h == nil {
 		return nil, nil
 	}
-	head := m.head
-	if head == nil {
-		head = m.embed
-	}
+	head := m.computeHead(s)
 	chunk := int64(logProbChunkElems) / max(1, h.Size(0)*int64(m.cfg.VocabSize))
 	return s.HeadLogProbs(h, head, ids, temperature, withEntropy, max(chunk, 1))
 }

@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"ragen/torch"
+)
+
+// actor_rollout_ref.model.compute_dtype turns on mixed precision (bf16
+// compute on float32 master weights); a dtype that cannot be a compute dtype
+// is an error naming the key.
+func TestModelOptionsComputeDType(t *testing.T) {
+	tr, _, err := loadTree([]string{"model_path=tiny", "+actor_rollout_ref.model.compute_dtype=bf16"}, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := modelOptions(tr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opt.DType != torch.Float32 || opt.ComputeDType != torch.BFloat16 {
+		t.Fatalf("dtype %v, compute %v; want float32 master weights and bfloat16 compute", opt.DType, opt.ComputeDType)
+	}
+	tr, _, err = loadTree([]string{"model_path=tiny", "+actor_rollout_ref.model.compute_dtype=int64"}, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := modelOptions(tr, ""); err == nil || !strings.Contains(err.Error(), "compute_dtype") {
+		t.Fatalf("compute_dtype=int64: %v", err)
+	}
+}
