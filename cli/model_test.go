@@ -30,3 +30,19 @@ func TestModelOptionsComputeDType(t *testing.T) {
 		t.Fatalf("compute_dtype=int64: %v", err)
 	}
 }
+
+// A rule that config.Validate reports (it runs the owning package's check)
+// is reported once, not again by that package's Validate.
+func TestLibraryConfigsReportOnce(t *testing.T) {
+	tr, _, err := loadTree([]string{"model_path=tiny", "es_manager.train.env_groups=2", "es_manager.train.group_size=2"}, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, _, err = libraryConfigs(tr)
+	if err == nil {
+		t.Fatal("env_groups=2 with n_groups [8]: no error")
+	}
+	if n := strings.Count(err.Error(), "sums to 8 but env_groups=2"); n != 1 {
+		t.Fatalf("the n_groups problem is reported %d times:\n%v", n, err)
+	}
+}

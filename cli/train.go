@@ -76,7 +76,9 @@ func libraryConfigs(t *config.Tree) (ragen.Config, starpo.Config, filter.Config,
 		errs = append(errs, err)
 	}
 	if err := config.Validate(t); err != nil {
-		errs = append(errs, err)
+		// config.Validate runs the owning packages' checks too (each rule
+		// has one home): the library Validates below would repeat them
+		return ragen.Config{}, starpo.Config{}, filter.Config{}, collapse.Config{}, errors.Join(append(errs, err)...)
 	}
 	rc, err := rolloutConfig(t)
 	errs = append(errs, err)

@@ -154,6 +154,10 @@ func TestHostile(t *testing.T) {
 	defer func() { _ = victim.Process.Kill(); _ = victim.Wait() }()
 	port := ln.Addr().(*net.TCPAddr).Port
 
+	// the memory cap over all processes must stop "many allocators" before
+	// its timeout: with 1 s a loaded machine forks and fills too slowly
+	// (the program sleeps 30 s, so a missing cap still fails at 10 s)
+	slow := generous(t, ModeNamespaces)
 	cases := []struct {
 		name, program string
 		check         func(Report, Outcome) bool
@@ -186,12 +190,16 @@ func TestHostile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			sb := s
+			if c.name == "many allocators" {
+				sb = slow
+			}
 			start := time.Now()
-			rep, o := run1(t, s, c.program, "")
+			rep, o := run1(t, sb, c.program, "")
 			if !c.check(rep, o) {
 				t.Errorf("not stopped as expected: %+v", rep)
 			}
-			if el := time.Since(start); el > s.cfg.Timeout+s.cfg.SetupAllowance+2*time.Second {
+			if el := time.Since(start); el > sb.cfg.Timeout+sb.cfg.SetupAllowance+2*time.Second {
 				t.Errorf("took %v", el)
 			}
 			if left := leftovers(t); len(left) > 0 {
