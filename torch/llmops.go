@@ -1,10 +1,6 @@
 package torch
 
-import (
-	"os"
-
-	"ragen/internal/torch/csrc"
-)
+import "ragen/internal/torch/csrc"
 
 // headKeepElems is the logit count up to which HeadLogProbs keeps log p for
 // the backward rather than recomputing it (a variable for the tests).
@@ -93,15 +89,11 @@ func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
 // and one arena: torch runs on its own OS thread, whose arena would mmap
 // every block over 64 MiB afresh). It speeds up training steps that allocate
 // the same large buffers every step, at the price of a resident set that
-// stays at its peak. Process-wide. The package applies KeepFreedMemory(1<<30)
-// when it loads unless the environment sets RAGEN_KEEP_FREED_MEMORY=0.
+// stays at its peak. Process-wide. The shim applies KeepFreedMemory(1<<30)
+// when the program loads, before any thread exists (a thread that allocated
+// before would keep an arena of its own), unless the environment sets
+// RAGEN_KEEP_FREED_MEMORY=0.
 func KeepFreedMemory(bytes int64) { csrc.LLMMallocTune(bytes) }
-
-func init() {
-	if os.Getenv("RAGEN_KEEP_FREED_MEMORY") != "0" {
-		KeepFreedMemory(1 << 30)
-	}
-}
 
 // HeadLogProbs is TokenLogProbs computed from final hidden states
 // (B,T,E) and the LM head (V,E) without ever holding the (B,T,V) logits: the

@@ -658,6 +658,17 @@ void tt_llm_malloc_tune(int64_t bytes) {
 #endif
 }
 
+// Keeping freed memory is the default, applied when the program loads,
+// before any thread exists: a thread that mallocs first gets an arena of its
+// own and keeps it, whatever M_ARENA_MAX says later (the torch thread did,
+// and its blocks over 64 MiB were mmap'd afresh on every allocation).
+// RAGEN_KEEP_FREED_MEMORY=0 turns it off.
+__attribute__((constructor)) static void tt_llm_malloc_default() {
+  const char* v = std::getenv("RAGEN_KEEP_FREED_MEMORY");
+  if (v && std::strcmp(v, "0") == 0) return;
+  tt_llm_malloc_tune(int64_t(1) << 30);
+}
+
 // Replaces each non-NULL ts[i] by ts[i].index_select(dim, idx), keeping the handles.
 tt_err tt_llm_select_rows(tt_tensor* ts, int n, int64_t dim, tt_tensor idx) {
   LLM_TRY("llm_select_rows")
