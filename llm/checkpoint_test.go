@@ -83,21 +83,7 @@ func TestCheckpointMatchesPlain(t *testing.T) {
 					m := familyModel(t, fam, 5, tied)
 					defer m.Close()
 					if lora {
-						if err := m.EnableLoRA(LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}, Seed: 2}); err != nil {
-							t.Fatal(err)
-						}
-						s := torch.NewScope()
-						g, _ := torch.NewGenerator(9, torch.CPU)
-						torch.NoGrad(func() error {
-							for _, p := range m.LoRAParams() {
-								s.CopyInto(p.T, s.MulS(s.Randn(g, p.T.Shape(), torch.Float32, torch.CPU), 0.1))
-							}
-							return nil
-						})
-						g.Close()
-						if err := s.Close(); err != nil {
-							t.Fatal(err)
-						}
+						enableNoisyLoRA(t, m)
 					}
 					ts := m.Trainable()
 					names := make([]string, len(ts))

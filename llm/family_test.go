@@ -66,6 +66,30 @@ func randomize(t testing.TB, m *Model, seed uint64) {
 	}
 }
 
+// enableNoisyLoRA turns on rank-4 LoRA on every linear layer with random
+// nonzero A and B, so that the adapters' deltas count.
+func enableNoisyLoRA(t testing.TB, m *Model) {
+	t.Helper()
+	if err := m.EnableLoRA(LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := torch.NewGenerator(9, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	s := torch.NewScope()
+	err = torch.NoGrad(func() error {
+		for _, p := range m.LoRAParams() {
+			s.CopyInto(p.T, s.MulS(s.Randn(g, p.T.Shape(), torch.Float32, torch.CPU), 0.1))
+		}
+		return s.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // fusedForward is Forward (head) or Hidden over the fused C++ forward
 // without a KV cache, to compare with the Go forward.
 func (m *Model) fusedForward(s *torch.Scope, ids, positions, attn *torch.Tensor, head bool) *torch.Tensor {
@@ -108,21 +132,7 @@ func TestFusedMatchesGo(t *testing.T) {
 					m := familyModel(t, fam, 3, tied)
 					defer m.Close()
 					if lora {
-						if err := m.EnableLoRA(LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"all-linear"}, Seed: 2}); err != nil {
-							t.Fatal(err)
-						}
-						s := torch.NewScope()
-						g, _ := torch.NewGenerator(9, torch.CPU)
-						torch.NoGrad(func() error {
-							for _, p := range m.LoRAParams() {
-								s.CopyInto(p.T, s.MulS(s.Randn(g, p.T.Shape(), torch.Float32, torch.CPU), 0.1))
-							}
-							return nil
-						})
-						g.Close()
-						if err := s.Close(); err != nil {
-							t.Fatal(err)
-						}
+						enableNoisyLoRA(t, m)
 					}
 					for _, grad := range []bool{false, true} {
 						s := torch.NewScope()
