@@ -168,5 +168,5 @@ func run(ctx context.Context, args []string) error {
 		fmt.Print(usage)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, plot, visualize, dash, version)", cmd)
+	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, plot, visualize, dash, launch, version)", cmd)
 }

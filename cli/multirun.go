@@ -335,6 +335,22 @@ var sweepColumns = []struct {
 	{"mi_estimate", "collapse*/mi_estimate", "last"},
 }
 
+// patternMean is the mean of one step's metrics whose names match pattern
+// (path.Match), NaN values left out; false when none has a value.
+func patternMean(data map[string]float64, pattern string) (float64, bool) {
+	sum, n := 0.0, 0
+	for k, v := range data {
+		if ok, _ := path.Match(pattern, k); ok && !math.IsNaN(v) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}
+
 // reduceRun reduces a run's records to the summary columns (NaN: no data)
 // and returns the per-step series of the plotted metrics.
 func reduceRun(recs []track.Record) (vals map[string]float64, steps int) {
@@ -342,15 +358,8 @@ func reduceRun(recs []track.Record) (vals map[string]float64, steps int) {
 	for _, c := range sweepColumns {
 		var series []float64
 		for _, r := range recs {
-			sum, n := 0.0, 0
-			for k, v := range r.Data {
-				if ok, _ := path.Match(c.pattern, k); ok && !math.IsNaN(v) {
-					sum += v
-					n++
-				}
-			}
-			if n > 0 {
-				series = append(series, sum/float64(n))
+			if x, ok := patternMean(r.Data, c.pattern); ok {
+				series = append(series, x)
 			}
 		}
 		x := math.NaN()
@@ -426,15 +435,8 @@ func writeSweepSummary(p *sweepPlan) ([]string, error) {
 				if c.name == "val_success_best" {
 					continue
 				}
-				sum, n := 0.0, 0
-				for k, v := range r.Data {
-					if ok, _ := path.Match(c.pattern, k); ok && !math.IsNaN(v) {
-						sum += v
-						n++
-					}
-				}
-				if n > 0 {
-					m[label+"/"+c.name] = sum / float64(n)
+				if x, ok := patternMean(r.Data, c.pattern); ok {
+					m[label+"/"+c.name] = x
 				}
 			}
 		}

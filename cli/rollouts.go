@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"ragen/config"
+	"ragen/dash"
 	"ragen/env"
 	"ragen/filter"
 	"ragen/ragen"
@@ -88,29 +89,10 @@ func (x *rolloutExport) writeBatch(path string, b *ragen.Batch) error {
 	return os.Rename(tmp, path) // readers never see a half-written file
 }
 
-// filterGroup is one group of a filter decision.
-type filterGroup struct {
-	GroupID   int       `json:"group_id"`
-	Rewards   []float64 `json:"rewards"`
-	RewardStd *float64  `json:"reward_std"`
-	Kept      bool      `json:"kept"`
-}
-
-// filterDecision is the JSON of filter_step_N.json.
-type filterDecision struct {
-	Step      int           `json:"step"`
-	Strategy  string        `json:"strategy"`
-	Value     float64       `json:"value"`
-	Type      string        `json:"type"`
-	Metric    string        `json:"metric"`
-	Unchanged bool          `json:"unchanged"`
-	Groups    []filterGroup `json:"groups"`
-}
-
 // onFilter is the trainer's Deps.OnFilter.
 func (x *rolloutExport) onFilter(step int, res filter.Result) error {
-	d := filterDecision{Step: step, Strategy: x.fc.Strategy, Value: x.fc.Value, Type: x.fc.FilterType,
-		Metric: x.fc.Metric, Unchanged: res.Unchanged, Groups: []filterGroup{}}
+	d := dash.FilterStep{Step: step, Strategy: x.fc.Strategy, Value: x.fc.Value, Type: x.fc.FilterType,
+		Metric: x.fc.Metric, Unchanged: res.Unchanged, Groups: []dash.FilterGroup{}}
 	if d.Metric == "" {
 		d.Metric = "reward_variance"
 	}
@@ -120,7 +102,7 @@ func (x *rolloutExport) onFilter(step int, res filter.Result) error {
 	}
 	n := max(len(res.GroupIDs), len(res.RewardMatrix))
 	for g := 0; g < n; g++ {
-		fg := filterGroup{GroupID: g, Kept: res.Unchanged || sel[g], Rewards: []float64{}}
+		fg := dash.FilterGroup{GroupID: g, Kept: res.Unchanged || sel[g], Rewards: []float64{}}
 		if g < len(res.GroupIDs) {
 			fg.GroupID = res.GroupIDs[g]
 		}

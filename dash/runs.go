@@ -542,7 +542,8 @@ func (s *Server) apiTrajectories(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"run": rn.ID, "file": f, "total": total, "matched": matched, "tags": tagList, "trajectories": out})
 }
 
-// FilterGroup and FilterStep mirror rollouts/filter_step_N.json.
+// FilterGroup and FilterStep are the format of rollouts/filter_step_N.json:
+// `ragen train` writes them, the dashboard reads them.
 type FilterGroup struct {
 	GroupID   int       `json:"group_id"`
 	Rewards   []float64 `json:"rewards"`
