@@ -202,11 +202,7 @@ func (m *Model) computeHead(s *torch.Scope) *torch.Tensor {
 // castLayer returns the layer's weights cast to dt (nil roles stay nil).
 func castLayer(s *torch.Scope, l *layer, dt torch.DType) *layer {
 	var out layer
-	for r, t := range l {
-		if t != nil {
-			out[r] = s.Cast(t, dt)
-		}
-	}
+	castEach(s, out[:], l[:], dt)
 	return &out
 }
 
@@ -216,10 +212,15 @@ func castLoRA(s *torch.Scope, l *[14]*torch.Tensor, dt torch.DType) *[14]*torch.
 		return nil
 	}
 	var out [14]*torch.Tensor
-	for i, t := range l {
+	castEach(s, out[:], l[:], dt)
+	return &out
+}
+
+// castEach sets dst[i] to src[i] cast to dt, leaving nil entries nil.
+func castEach(s *torch.Scope, dst, src []*torch.Tensor, dt torch.DType) {
+	for i, t := range src {
 		if t != nil {
-			out[i] = s.Cast(t, dt)
+			dst[i] = s.Cast(t, dt)
 		}
 	}
-	return &out
 }

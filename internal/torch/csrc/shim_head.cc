@@ -200,16 +200,27 @@ void fast_rows_forward(float* z, int64_t r0, int64_t n, int64_t V, float inv_t, 
   });
 }
 
+// The rows both passes work on: hidden states h[:, :-1] as (R,E), the head
+// contiguous, and each row's target id ids[:, 1:] as (R).
+struct FastRows {
+  at::Tensor hc, wc, tgt;
+  FastRows(const at::Tensor& hidden, const at::Tensor& w, const at::Tensor& ids) {
+    const int64_t B = hidden.size(0), T = hidden.size(1), E = hidden.size(2);
+    hc = hidden.narrow(1, 0, T - 1).reshape({B * (T - 1), E}).contiguous();
+    wc = w.contiguous();
+    tgt = ids.narrow(1, 1, T - 1).reshape({B * (T - 1)}).contiguous();
+  }
+};
+
 // The fast forward: returns {lp (B,T), ent (B,T) or undefined} and sets
 // lse (R), the entropy per row (R, when with_ent) and, when keep, log p (R,V).
 std::vector<at::Tensor> fast_forward(const at::Tensor& hidden, const at::Tensor& w, const at::Tensor& ids,
                                      double temp, bool with_ent, int64_t chunk_rows, bool keep, at::Tensor* lse,
                                      at::Tensor* ent_rows, at::Tensor* saved) {
-  const int64_t B = hidden.size(0), T = hidden.size(1), E = hidden.size(2), V = w.size(0), R = B * (T - 1);
+  const int64_t B = hidden.size(0), T = hidden.size(1), V = w.size(0), R = B * (T - 1);
   at::TensorOptions f = hidden.options().dtype(at::kFloat);
-  const at::Tensor hc = hidden.narrow(1, 0, T - 1).reshape({R, E}).contiguous();
-  const at::Tensor wc = w.contiguous();
-  const at::Tensor tgt = ids.narrow(1, 1, T - 1).reshape({R}).contiguous();
+  const FastRows fr(hidden, w, ids);
+  const at::Tensor &hc = fr.hc, &wc = fr.wc, &tgt = fr.tgt;
   for (int64_t r = 0; r < R; r++) {
     const int64_t id = tgt.data_ptr<int64_t>()[r];
     if (id < 0 || id >= V) throw std::runtime_error("token id " + std::to_string(id) + " outside the head's vocabulary");
@@ -245,9 +256,8 @@ std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor
                                       bool need_w) {
   const int64_t B = hidden.size(0), T = hidden.size(1), E = hidden.size(2), V = w.size(0), R = B * (T - 1);
   at::TensorOptions f = hidden.options().dtype(at::kFloat);
-  const at::Tensor hc = hidden.narrow(1, 0, T - 1).reshape({R, E}).contiguous();
-  const at::Tensor wc = w.contiguous();
-  const at::Tensor tgt = ids.narrow(1, 1, T - 1).reshape({R}).contiguous();
+  const FastRows fr(hidden, w, ids);
+  const at::Tensor &hc = fr.hc, &wc = fr.wc, &tgt = fr.tgt;
   const at::Tensor a = g_lp.defined() ? g_lp.narrow(1, 1, T - 1).to(at::kFloat).reshape({R}).contiguous() : at::Tensor();
   const at::Tensor b = g_en.defined() ? g_en.narrow(1, 1, T - 1).to(at::kFloat).reshape({R}).contiguous() : at::Tensor();
   const float inv_t = (float)(1.0 / temp);
