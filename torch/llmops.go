@@ -85,15 +85,22 @@ func SelectRowsInPlace(ts []*Tensor, dim int64, idx *Tensor) error {
 
 // KeepFreedMemory makes the C heap serve allocations below bytes (at most
 // 1 GiB) from memory it keeps after frees, instead of fresh mmap'd pages that
-// cost a page fault each (glibc mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD,
-// and one arena: torch runs on its own OS thread, whose arena would mmap
-// every block over 64 MiB afresh). It speeds up training steps that allocate
-// the same large buffers every step, at the price of a resident set that
-// stays at its peak. Process-wide. The shim applies KeepFreedMemory(1<<30)
+// cost a page fault each (glibc mallopt: M_MMAP_THRESHOLD at bytes, no
+// M_TRIM_THRESHOLD trimming, and one arena: torch runs on its own OS thread,
+// whose arena would mmap every block over 64 MiB afresh). It speeds up
+// training steps that allocate the same large buffers every step, at the
+// price of a resident set that stays at its peak; ReleaseFreedMemory gives
+// the free part back. Process-wide. The shim applies KeepFreedMemory(1<<30)
 // when the program loads, before any thread exists (a thread that allocated
 // before would keep an arena of its own), unless the environment sets
 // RAGEN_KEEP_FREED_MEMORY=0.
 func KeepFreedMemory(bytes int64) { csrc.LLMMallocTune(bytes) }
+
+// ReleaseFreedMemory returns the C heap's free memory to the OS (glibc
+// malloc_trim), for a program that kept freed memory (KeepFreedMemory) and
+// is done with its largest steps, or is about to hand memory to another
+// process. Tensors stay as they are.
+func ReleaseFreedMemory() { csrc.LLMMallocRelease() }
 
 // HeadLogProbs is TokenLogProbs computed from final hidden states
 // (B,T,E) and the LM head (V,E) without ever holding the (B,T,V) logits: the

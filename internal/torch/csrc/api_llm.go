@@ -76,3 +76,7 @@ func LLMSelectRows(ts []Tensor, dim int64, idx Tensor) error {
 // LLMMallocTune keeps freed C heap memory for allocations below bytes
 // (tt_llm_malloc_tune).
 func LLMMallocTune(bytes int64) { C.tt_llm_malloc_tune(C.int64_t(bytes)) }
+
+// LLMMallocRelease returns the C heap's free memory to the OS
+// (tt_llm_malloc_release).
+func LLMMallocRelease() { C.tt_llm_malloc_release() }

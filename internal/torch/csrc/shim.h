@@ -203,6 +203,7 @@ tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double
                      tt_tensor* logp);
 tt_err tt_llm_select_rows(tt_tensor* ts, int n, int64_t dim, tt_tensor idx);
 void tt_llm_malloc_tune(int64_t bytes);
+void tt_llm_malloc_release(void);
 #ifdef __cplusplus
 }
 #endif
