@@ -288,6 +288,32 @@ func TestLongLoopKeepsMemoryBounded(t *testing.T) {
 	require.Zero(t, Leaked(), "tensors reclaimed by the GC without Free")
 }
 
+// Freed tensor memory stays with the process (no trimming: the next
+// training step would fault the same pages in again) until
+// ReleaseFreedMemory hands it back.
+func TestFreedMemoryKeptUntilReleased(t *testing.T) {
+	if os.Getenv("RAGEN_KEEP_FREED_MEMORY") == "0" {
+		t.Skip("RAGEN_KEEP_FREED_MEMORY=0")
+	}
+	// four 300 MiB tensors, every page written: each is below the mmap
+	// threshold, and together they pass any trim threshold up to 1 GiB
+	const mib = 4 * 300
+	base := rssKB(t)
+	s := NewScope()
+	for range 4 {
+		s.Full([]int64{300 << 18}, 1, Float32, CPU)
+	}
+	require.NoError(t, s.Err())
+	held := rssKB(t)
+	require.Greater(t, held-base, int64(mib-16)<<10, "the tensor's pages are resident")
+	require.NoError(t, s.Close())
+	kept := rssKB(t)
+	require.Greater(t, kept-base, int64(mib-16)<<10, "freed memory was returned at once (trimmed)")
+	ReleaseFreedMemory()
+	released := rssKB(t)
+	require.Less(t, released-base, int64(32<<10), "ReleaseFreedMemory left %d KiB", released-base)
+}
+
 func TestRuntimeInfo(t *testing.T) {
 	require.Equal(t, 2, NumThreads())
 	require.False(t, CUDAAvailable() && CUDADeviceCount() == 0)
@@ -334,4 +360,60 @@ func TestAdamWFusedMatchesFloat64(t *testing.T) {
 		g.Close()
 		require.NoError(t, s.Close())
 	}
+}
+
+// A CPU table that wants gradients gets the lookup's gradient as rows added
+// into its .grad (no dense (V,E) embedding gradient): the same numbers as
+// autograd's dense backward, reached through a non-leaf copy of the table,
+// for a tied head (the head's dense gradient lands first), for a lookup
+// alone (.grad undefined when the rows arrive), and accumulated over two
+// backward passes.
+func TestEmbeddingRowGradientMatchesDense(t *testing.T) {
+	table := []float32{0.1, -0.2, 0.3, 0.4, 0.5, -0.6, 0.7, 0.8, -0.9, 1.0, 1.1, 1.2, -1.3, 1.4, 1.5}
+	c := []float32{1, 2, 3, -1, 0.5, 2, 0.25, -3, 1, 2, 2, 1, -1, 1, 0.5, 3, -2, 1}
+	d := []float32{1, -1, 2, 0.5, 3, -2, 1, 1, -0.5, 2}
+	for _, tied := range []bool{true, false} {
+		scoped(t, func(s *Scope) {
+			grads := make([][]float64, 2)
+			for k, dense := range []bool{false, true} {
+				w := f32(s, table, 5, 3)
+				require.NoError(t, w.SetRequiresGrad(true))
+				ids := s.Own(From([]int64{1, 4, 1, 0, 1, 3}, 2, 3))
+				for range 2 { // the second pass accumulates into .grad
+					inner := NewScope()
+					tw := w
+					if dense { // a non-leaf table: autograd's dense backward
+						tw = inner.MulS(w, 1)
+					}
+					x := inner.Embedding(tw, ids) // (2,3,3)
+					require.True(t, x.RequiresGrad())
+					loss := inner.Sum(inner.Mul(x, inner.Own(From(c, 2, 3, 3))), false)
+					if tied { // the head reads the table too: logits (2,5) from x[:, 0]
+						h := inner.Reshape(inner.Narrow(x, 1, 0, 1), 2, 3)
+						loss = inner.Add(loss, inner.Sum(inner.Mul(inner.Linear(h, tw, nil), inner.Own(From(d, 2, 5))), false))
+					}
+					require.NoError(t, loss.Backward(nil))
+					require.NoError(t, inner.Close())
+				}
+				g, err := w.Grad()
+				require.NoError(t, err)
+				require.NotNil(t, g)
+				grads[k] = s.Float64s(s.Own(g, nil))
+			}
+			near(t, grads[1], grads[0], 1e-5)
+			require.NotZero(t, grads[0][1*3]) // row 1, looked up three times
+			if !tied {
+				require.Zero(t, grads[0][2*3]) // row 2, never looked up
+			}
+		})
+	}
+	scoped(t, func(s *Scope) { // no gradients wanted: a plain lookup
+		w := f32(s, table, 5, 3)
+		require.NoError(t, w.SetRequiresGrad(true))
+		require.NoError(t, NoGrad(func() error {
+			x := s.Embedding(w, s.Own(From([]int64{1, 2}, 2)))
+			require.False(t, x.RequiresGrad())
+			return s.Err()
+		}))
+	})
 }

@@ -392,7 +392,12 @@ func (s *Scope) Linear(x, w, b *Tensor) *Tensor {
 	return s.put(csrc.Linear(x.handle(), w.handle(), bh))
 }
 
-// Embedding looks ids (int64) up in the rows of weight.
+// Embedding looks ids (int64) up in the rows of weight. When weight is a
+// CPU leaf that wants gradients (and grad mode is on), the result is a leaf
+// of its own whose gradient is added, row by row, into weight's .grad during
+// the backward: the same numbers as autograd's embedding backward, without
+// its dense (rows x width) gradient, which for a large vocabulary tied to
+// the LM head is three extra passes over the table a step.
 func (s *Scope) Embedding(weight, ids *Tensor) *Tensor {
 	if !s.ok(weight, ids) {
 		return nil

@@ -39,6 +39,7 @@
 #include <ATen/ops/ge.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/gt.h>
+#include <ATen/ops/index_add.h>
 #include <ATen/ops/index_copy.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/isnan.h>
@@ -92,6 +93,7 @@
 #include <ATen/ops/var.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 
 #ifdef RAGEN_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -530,10 +532,41 @@ tt_err tt_linear(tt_tensor x, tt_tensor w, tt_tensor b, tt_tensor* out) {
   TT_CATCH
 }
 
+// The lookup's gradient is a few rows of the (V,E) table. Autograd's
+// embedding backward builds it dense (zeros, then index_add), and for a head
+// tied to the table adds that to the head's own dense gradient: three passes
+// over V*E floats a step (0.3 s at Qwen2.5-0.5B's 151,936 x 896). Here, for
+// a CPU leaf table that wants gradients, the lookup is a leaf of its own
+// whose hook adds its rows into the table's .grad in place (allocating it
+// when it is undefined), in index order, as index_add does on the CPU. On
+// other devices autograd's deterministic dense backward stays.
+static at::Tensor embedding_row_grad(const at::Tensor& w, const at::Tensor& ids) {
+  at::Tensor x;
+  {
+    at::NoGradGuard ng;
+    x = at::embedding(w, ids);
+  }
+  x.requires_grad_(true);
+  at::Tensor table = w, flat = ids.reshape({-1});
+  x.register_hook([table, flat](const at::Tensor& g) {
+    at::NoGradGuard ng;
+    at::Tensor rows = g.reshape({-1, g.size(-1)});
+    at::Tensor& acc = table.mutable_grad();
+    if (!acc.defined()) acc = at::zeros_like(table, at::MemoryFormat::Contiguous);
+    acc.index_add_(0, flat, rows.to(acc.scalar_type()));
+  });
+  return x;
+}
+
 tt_err tt_embedding(tt_tensor weight, tt_tensor ids, tt_tensor* out) {
   TT_TRY("embedding")
   DEFER_IF(ids->t.numel() * weight->t.size(-1) >= TT_BIG)
-  *out = wrap(at::embedding(weight->t, ids->t));
+  const at::Tensor& w = weight->t;
+  if (c10::GradMode::is_enabled() && w.requires_grad() && w.is_leaf() && w.is_cpu()) {
+    *out = wrap(embedding_row_grad(w, ids->t));
+  } else {
+    *out = wrap(at::embedding(w, ids->t));
+  }
   TT_CATCH
 }
 
