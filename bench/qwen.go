@@ -193,10 +193,14 @@ const childEnv = "RAGEN_BENCH_UPDATE_CHILD"
 // of every token, loss, backward, AdamW) at the 0.5B shape, each measured in
 // a fresh process, ragen against the PyTorch peer. RAGEN_BENCH_UPDATE sets
 // "layers,batch,len;..." (default "2,8,1024;2,2,1024": the peer's naive
-// logits would need about 20 GB at 8 x 1024, so it runs the smaller batch).
+// logits would need about 20 GB at 8 x 1024, so it runs the smaller batch),
+// or "off".
 func QwenUpdateMemory(cfg RunConfig, w io.Writer) error {
 	spec := os.Getenv("RAGEN_BENCH_UPDATE")
-	if spec == "" {
+	switch spec {
+	case "off":
+		return nil
+	case "":
 		spec = "2,8,1024;2,2,1024"
 	}
 	self, err := os.Executable()
