@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"ragen/internal/torch/csrc"
 )
 
 // Key bias: attended 0, masked the lowest float32.
@@ -189,10 +193,14 @@ func headLogProbsGrad(t *testing.T, V int64) {
 		return a, b
 	}
 	defer func(k int64) { headKeepElems = k }(headKeepElems)
-	for _, keep := range []int64{0, 1 << 27} { // recompute in the backward, keep log p
-		headKeepElems = keep
-		for _, mode := range []struct{ lp, ent bool }{{true, false}, {false, true}, {true, true}} {
-			checkHeadGrads(t, grads, mode.lp, mode.ent, keep)
+	defer csrc.HeadMinChunk(csrc.HeadMinChunk(1)) // the callers' chunks, so several per pass
+	for _, minChunk := range []int64{1 << 27, 1} {
+		csrc.HeadMinChunk(minChunk)
+		for _, keep := range []int64{0, 1 << 27} { // recompute in the backward, keep log p
+			headKeepElems = keep
+			for _, mode := range []struct{ lp, ent bool }{{true, false}, {false, true}, {true, true}} {
+				checkHeadGrads(t, grads, mode.lp, mode.ent, keep)
+			}
 		}
 	}
 	if err := base.Err(); err != nil {
@@ -257,6 +265,69 @@ func TestLLMHeadLogProbsRetainedBackward(t *testing.T) {
 	for i := range first {
 		if math.Abs(float64(both[i]-2*first[i])) > 1e-5*(1+math.Abs(float64(first[i]))) {
 			t.Fatalf("dw[%d]: after two backwards %v, want 2 x %v", i, both[i], first[i])
+		}
+	}
+}
+
+// With bfloat16 hidden states and head (mixed precision) the node runs its
+// GEMMs in bfloat16 and its row passes in float32: log-probs, entropies and
+// both gradients match the float32 computation on the same (bf16-rounded)
+// values to bfloat16 precision, in one chunk or several, kept or recomputed.
+func TestLLMHeadLogProbsBFloat16(t *testing.T) {
+	g, err := NewGenerator(11, CPU)
+	require.NoError(t, err)
+	defer g.Close()
+	base := NewScope()
+	defer base.Close()
+	const V = 37
+	h16 := base.Cast(base.Randn(g, []int64{2, 6, 8}, Float32, CPU), BFloat16)
+	w16 := base.Cast(base.MulS(base.Randn(g, []int64{V, 8}, Float32, CPU), 0.5), BFloat16)
+	c1 := base.Randn(g, []int64{2, 6}, Float32, CPU)
+	c2 := base.Randn(g, []int64{2, 6}, Float32, CPU)
+	ids := base.Own(From([]int64{0, 1, 2, 3, 4, 5, 36, 7, 8, 0, 11, 2}, 2, 6))
+	require.NoError(t, base.Err())
+	// run returns logp, entropy, d/dh and d/dw of sum(c1*logp) + sum(c2*entropy)
+	run := func(dt DType, fused bool) [4][]float32 {
+		s := NewScope()
+		defer s.Close()
+		h, w := s.Cast(h16, dt), s.Cast(w16, dt)
+		if dt == BFloat16 { // fresh leaves
+			h, w = s.Clone(h16), s.Clone(w16)
+		}
+		require.NoError(t, h.SetRequiresGrad(true))
+		require.NoError(t, w.SetRequiresGrad(true))
+		var lp, ent *Tensor
+		if fused {
+			lp, ent = s.HeadLogProbs(h, w, ids, 0.7, true, 2)
+		} else {
+			lp, ent = s.TokenLogProbs(s.MatMul(h, s.Transpose(w, 0, 1)), ids, 0.7, true, 0)
+		}
+		loss := s.Add(s.Sum(s.Mul(lp, c1), false), s.Sum(s.Mul(ent, c2), false))
+		require.NoError(t, s.Err())
+		require.NoError(t, loss.Backward(nil))
+		gh, gw := s.Own(h.Grad()), s.Own(w.Grad())
+		require.Equal(t, dt, gh.DType())
+		out := [4][]float32{s.Float32s(lp), s.Float32s(ent), s.Float32s(s.Cast(gh, Float32)), s.Float32s(s.Cast(gw, Float32))}
+		require.NoError(t, s.Err())
+		return out
+	}
+	want := run(Float32, false)
+	defer func(k int64) { headKeepElems = k }(headKeepElems)
+	defer csrc.HeadMinChunk(csrc.HeadMinChunk(1))
+	names := []string{"logp", "entropy", "dh", "dw"}
+	for _, minChunk := range []int64{1 << 27, 1} {
+		csrc.HeadMinChunk(minChunk)
+		for _, keep := range []int64{0, 1 << 27} {
+			headKeepElems = keep
+			got := run(BFloat16, true)
+			for k := range got {
+				for i := range want[k] {
+					tol := 0.03 + 0.02*math.Abs(float64(want[k][i]))
+					if math.Abs(float64(got[k][i]-want[k][i])) > tol {
+						t.Fatalf("min chunk %d keep %d: %s[%d] = %v, float32 %v", minChunk, keep, names[k], i, got[k][i], want[k][i])
+					}
+				}
+			}
 		}
 	}
 }

@@ -161,6 +161,9 @@ tt_err tt_deferred(void);
  * only its inputs (shim_head.cc), or, when B*(T-1)*V <= keep, its inputs and
  * log p (float32) so that the backward needs no recompute. chunk < 1: all
  * steps at once. */
+// Sets the fast head path's least logits per chunk (default 2^27), returning
+// the previous value; tests lower it to run several chunks.
+int64_t tt_head_min_chunk(int64_t elems);
 tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature,
                                 int with_entropy, int64_t chunk, int64_t keep, tt_tensor* logp, tt_tensor* ent);
 int tt_cuda_available(void);

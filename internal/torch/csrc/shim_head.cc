@@ -20,6 +20,8 @@
 // a file of its own.
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <atomic>
+
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/addmm.h>
@@ -80,9 +82,15 @@ at::Tensor chunk_logits(const at::Tensor& h, const at::Tensor& w, int64_t t0, in
 // then gh = gz W and gW += gz^T h as GEMMs. A kept log p is consumed by the
 // first backward; a second one (retain_graph) recomputes it.
 
+// bfloat16 hidden states and head (mixed precision) take the same path: the
+// GEMMs run in bfloat16 (oneDNN, AMX where the CPU has it) and the row
+// passes in float32 on the logits converted to float32, as a GPU run's
+// bf16 logits are upcast for the log-softmax; the gradient of the logits is
+// rounded to bfloat16 for the two backward GEMMs, as autocast would.
 bool head_fast_ok(const at::Tensor& h, const at::Tensor& w) {
-  return tt_cpu::cpu_has_avx2() && h.device().is_cpu() && w.device().is_cpu() && h.scalar_type() == at::kFloat &&
-         w.scalar_type() == at::kFloat;
+  const at::ScalarType st = h.scalar_type();
+  return tt_cpu::cpu_has_avx2() && h.device().is_cpu() && w.device().is_cpu() && w.scalar_type() == st &&
+         (st == at::kFloat || st == at::kBFloat16);
 }
 
 // Sums float lanes into a double every 4096 elements so a 150k-wide row
@@ -174,9 +182,11 @@ __attribute__((target("avx2,fma"), optimize("O3"))) void row_grad(float* ls, int
 // Rows per GEMM: every chunk's GEMM streams (and OpenBLAS packs) the whole
 // head again, so chunks cost time: none when all the logits are kept anyway,
 // else at least 128M logits (512 MiB) per chunk, however small the caller's.
+std::atomic<int64_t> g_min_chunk_elems{int64_t(1) << 27};  // tests lower it to reach several chunks
+
 int64_t fast_chunk_rows(int64_t chunk_rows, int64_t R, int64_t V, bool all) {
   if (all) return std::max<int64_t>(R, 1);
-  return std::max<int64_t>(1, std::min(R, std::max(chunk_rows, (int64_t(1) << 27) / std::max<int64_t>(V, 1))));
+  return std::max<int64_t>(1, std::min(R, std::max(chunk_rows, g_min_chunk_elems.load() / std::max<int64_t>(V, 1))));
 }
 
 // The forward pass over rows [r0, r0+n) whose logits z (n,V) are already in
@@ -212,6 +222,15 @@ struct FastRows {
   }
 };
 
+// z (n,V) float32 = h (n,E) w^T, in h's dtype (float32 or bfloat16).
+void head_logits(at::Tensor& z, const at::Tensor& h, const at::Tensor& w) {
+  if (h.scalar_type() == at::kFloat) {
+    at::mm_out(z, h, w.t());
+  } else {
+    z.copy_(at::mm(h, w.t()));
+  }
+}
+
 // The fast forward: returns {lp (B,T), ent (B,T) or undefined} and sets
 // lse (R), the entropy per row (R, when with_ent) and, when keep, log p (R,V).
 std::vector<at::Tensor> fast_forward(const at::Tensor& hidden, const at::Tensor& w, const at::Tensor& ids,
@@ -234,7 +253,7 @@ std::vector<at::Tensor> fast_forward(const at::Tensor& hidden, const at::Tensor&
   for (int64_t r0 = 0; r0 < R; r0 += chunk_rows) {
     const int64_t n = std::min(chunk_rows, R - r0);
     at::Tensor z = keep ? saved->narrow(0, r0, n) : buf.narrow(0, 0, n);
-    at::mm_out(z, hc.narrow(0, r0, n), wc.t());
+    head_logits(z, hc.narrow(0, r0, n), wc);
     fast_rows_forward(z.data_ptr<float>(), r0, n, V, (float)(1.0 / temp), tgt.data_ptr<int64_t>(),
                       lse->data_ptr<float>(), lpr.data_ptr<float>(), with_ent ? ent_rows->data_ptr<float>() : nullptr,
                       keep);
@@ -261,9 +280,12 @@ std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor
   const at::Tensor a = g_lp.defined() ? g_lp.narrow(1, 1, T - 1).to(at::kFloat).reshape({R}).contiguous() : at::Tensor();
   const at::Tensor b = g_en.defined() ? g_en.narrow(1, 1, T - 1).to(at::kFloat).reshape({R}).contiguous() : at::Tensor();
   const float inv_t = (float)(1.0 / temp);
-  at::Tensor ghr = need_h ? at::empty({R, E}, f) : at::Tensor();
-  at::Tensor gw = need_w ? at::empty({V, E}, f) : at::Tensor();
+  const bool bf = hidden.scalar_type() == at::kBFloat16;
   chunk_rows = fast_chunk_rows(chunk_rows, R, V, saved.defined());
+  // grad w in w's dtype, accumulated in float32 over several bfloat16 chunks
+  const bool gw_f32 = bf && chunk_rows < R;
+  at::Tensor ghr = need_h ? at::empty({R, E}, hidden.options()) : at::Tensor();
+  at::Tensor gw = need_w ? at::empty({V, E}, gw_f32 ? f : w.options()) : at::Tensor();
   at::Tensor buf = saved.defined() ? at::Tensor() : at::empty({std::min(R, chunk_rows), V}, f);
   const float *ap = a.defined() ? a.data_ptr<float>() : nullptr, *bp = b.defined() ? b.data_ptr<float>() : nullptr;
   const float *lsep = lse.data_ptr<float>(), *hp = ent_rows.defined() ? ent_rows.data_ptr<float>() : nullptr;
@@ -275,7 +297,7 @@ std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor
       gz = saved.narrow(0, r0, n);
     } else {
       gz = buf.narrow(0, 0, n);
-      at::mm_out(gz, hc.narrow(0, r0, n), wc.t());
+      head_logits(gz, hc.narrow(0, r0, n), wc);
     }
     float* zp = gz.data_ptr<float>();
     const bool recomputed = !saved.defined();
@@ -288,17 +310,22 @@ std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor
         row_grad(row, V, ar, br, -ar - br * hr, inv_t, tp[r]);
       }
     });
+    const at::Tensor gm = bf ? gz.to(at::kBFloat16) : gz;  // the GEMMs' operand
     if (need_h) {
       at::Tensor out = ghr.narrow(0, r0, n);
-      at::mm_out(out, gz, wc);
+      at::mm_out(out, gm, wc);
     }
     if (need_w) {
-      if (r0 == 0)
-        at::mm_out(gw, gz.t(), hc.narrow(0, r0, n));
+      const at::Tensor hn = hc.narrow(0, r0, n);
+      if (gw_f32)
+        r0 == 0 ? gw.copy_(at::mm(gm.t(), hn)) : gw.add_(at::mm(gm.t(), hn));
+      else if (r0 == 0)
+        at::mm_out(gw, gm.t(), hn);
       else
-        gw.addmm_(gz.t(), hc.narrow(0, r0, n));
+        gw.addmm_(gm.t(), hn);
     }
   }
+  if (gw_f32) gw = gw.to(w.scalar_type());
   at::Tensor gh;
   if (need_h) {
     gh = at::zeros_like(hidden);
@@ -422,6 +449,8 @@ struct HeadLogProbs : public torch::autograd::Function<HeadLogProbs> {
 }  // namespace
 
 extern "C" {
+
+int64_t tt_head_min_chunk(int64_t elems) { return g_min_chunk_elems.exchange(std::max<int64_t>(elems, 1)); }
 
 tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature,
                                 int with_entropy, int64_t chunk, int64_t keep, tt_tensor* logp, tt_tensor* ent) {
