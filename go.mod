@@ -7,6 +7,7 @@ require (
 	github.com/openai/openai-go/v3 v3.100.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/stretchr/testify v1.10.0
+	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.44.0
 	golang.org/x/tools v0.52.0
 	gonum.org/v1/plot v0.17.0
@@ -37,6 +38,5 @@ require (
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 )

@@ -56,7 +56,7 @@ func peerArgs(what string, r QwenRow, reps int) []string {
 	c := r.Cfg
 	v := []int{c.NumHiddenLayers, c.HiddenSize, c.IntermediateSize, c.NumAttentionHeads, c.NumKeyValueHeads,
 		c.VocabSize, r.DecB, r.DecP, r.DecN, r.TrT, reps}
-	if what == "train" || what == "update" {
+	if what == "train" || what == "train_bf16" || what == "update" {
 		v[6] = r.TrB
 	}
 	out := []string{what}
@@ -106,7 +106,7 @@ func RunQwen(cfg RunConfig, w io.Writer) error {
 	fmt.Fprintf(w, "copy bandwidth: ragen %.1f GB/s, pytorch %.1f GB/s; matmul peak: ragen %.1f, pytorch %.1f GFLOP/s\n",
 		bw/1e9, pk.Stream, cfg.PeakFLOPs/1e9, pk.GFlops)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "model\tparams\tdecode tok/s ragen\tpytorch\tratio\tstep: bandwidth bound / measured\ttrain s ragen\tpytorch\tratio\tMFU ragen\t\n")
+	fmt.Fprintf(tw, "model\tparams\tdecode tok/s ragen\tpytorch\tratio\tstep: bandwidth bound / measured\ttrain s ragen\tpytorch\tratio\tMFU ragen\tbf16 mixed train s ragen\tpytorch autocast\tratio\t\n")
 	for _, r := range QwenRows() {
 		if err := qwenRow(cfg, tw, r, bw); err != nil {
 			return fmt.Errorf("%s: %w", r.Name, err)
@@ -160,12 +160,25 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 		}
 		stepS = min(stepS, (time.Since(t0).Seconds()-one)/float64(r.DecN-1))
 	}
-	tr, err := llmbench.NewTrainer(m, r.TrB, r.TrT, 1e-4)
+	d, err := trainStep(m, r, reps)
 	if err != nil {
 		return err
 	}
-	defer tr.Close()
-	d, err := TimeStep(func() error { _, err := tr.Step(); return err }, 1, reps)
+	m.Close()
+	// mixed precision: bf16 compute on float32 master weights, against
+	// PyTorch's CPU autocast
+	var pb struct {
+		Train float64 `json:"train_step_s"`
+	}
+	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pb, peerArgs("train_bf16", r, reps)...); err != nil {
+		return err
+	}
+	mb, err := llm.New(r.Cfg, llm.Options{DType: torch.Float32, ComputeDType: torch.BFloat16, Device: torch.CPU, Seed: 1})
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+	db, err := trainStep(mb, r, reps)
 	if err != nil {
 		return err
 	}
@@ -173,10 +186,21 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 	// the bound: one step reads every weight and the KV cache at the mean context once
 	boundS := DecodeBytes(r.Cfg, r.DecB, r.DecP+r.DecN/2) / bw
 	mfu := llmbench.TrainFLOPs(r.Cfg, r.TrB*r.TrT) / d.Seconds() / cfg.PeakFLOPs
-	fmt.Fprintf(w, "%s\t%.0fM\t%.1f\t%.1f\t%.2fx\t%.1f ms / %.1f ms = %.0f%%\t%.2f\t%.2f\t%.2fx\t%.0f%%\t\n", r.Name,
+	fmt.Fprintf(w, "%s\t%.0fM\t%.1f\t%.1f\t%.2fx\t%.1f ms / %.1f ms = %.0f%%\t%.2f\t%.2f\t%.2fx\t%.0f%%\t%.2f\t%.2f\t%.2fx\t\n", r.Name,
 		float64(r.Cfg.ParamCount())/1e6, dec, pd.Decode, dec/pd.Decode, 1e3*boundS, 1e3*stepS, 100*boundS/stepS,
-		d.Seconds(), pt.Train, pt.Train/d.Seconds(), 100*mfu)
+		d.Seconds(), pt.Train, pt.Train/d.Seconds(), 100*mfu, db.Seconds(), pb.Train, pb.Train/db.Seconds())
 	return nil
+}
+
+// trainStep is the best of reps training steps (after one warm-up) of m at
+// the row's batch.
+func trainStep(m *llm.Model, r QwenRow, reps int) (time.Duration, error) {
+	tr, err := llmbench.NewTrainer(m, r.TrB, r.TrT, 1e-4)
+	if err != nil {
+		return 0, err
+	}
+	defer tr.Close()
+	return TimeStep(func() error { _, err := tr.Step(); return err }, 1, reps)
 }
 
 // UpdateResult is one RL update's cost in a fresh process.

@@ -10,6 +10,8 @@ and a plain loop are within 5% (notes/peers.md).
           cache, torch.inference_mode; new tokens per second (best of reps).
   train:  batch B x T next-token cross-entropy, backward, AdamW; seconds
           (best of reps after one warm-up).
+  train_bf16: the same under torch.autocast("cpu", bfloat16): bf16 compute,
+          float32 parameters, gradients and AdamW, float32 logits for the loss.
   update: one RL update as veRL computes it without its chunking switches:
           logits -> log_softmax/gather log-probs and entropy_from_logits,
           loss = -mean(logp) - 0.001 mean(entropy), backward, AdamW; peak RSS.
@@ -130,15 +132,17 @@ def decode(m, B, P, N):
     return B * N / dt
 
 
-def train(m, B, T, reps):
+def train(m, B, T, reps, amp=False):
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     torch.manual_seed(0)
     ids = torch.randint(0, m.V, (B, T))
     best = 1e9
     for i in range(1 + reps):
         t0 = time.perf_counter()
-        logits = m(ids)
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, m.V), ids[:, 1:].reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            logits = m(ids)
+        # float32 logits for the loss, as transformers' Qwen2ForCausalLM upcasts them
+        loss = F.cross_entropy(logits[:, :-1].float().reshape(-1, m.V), ids[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -206,6 +210,8 @@ def main():
         out["decode_tok_s"] = max(decode(m, B, P, N) for _ in range(reps))
     elif what == "train":
         out["train_step_s"] = train(m, B, T, reps)
+    elif what == "train_bf16":
+        out["train_step_s"] = train(m, B, T, reps, amp=True)
     elif what == "update":
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         out["update_s"] = update(m, B, T)

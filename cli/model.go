@@ -37,7 +37,7 @@ func initTorch(t *config.Tree) {
 
 // modelOptions reads the device and dtypes (ragen keys system.device,
 // actor_rollout_ref.model.dtype and .compute_dtype; defaults cpu, float32
-// and no mixed precision).
+// and compute_dtype auto: llm.AutoComputeDType's choice for the model).
 func modelOptions(t *config.Tree, deviceFlag string) (llm.Options, error) {
 	opt := llm.DefaultOptions()
 	dev := deviceFlag
@@ -64,22 +64,35 @@ func modelOptions(t *config.Tree, deviceFlag string) (llm.Options, error) {
 		}
 	}
 	// mixed precision as FSDP's mixed_precision.param_dtype: bf16 compute on
-	// float32 master weights (llm.Options.ComputeDType)
+	// float32 master weights (llm.Options.ComputeDType); absent or "auto":
+	// llm.AutoComputeDType decides when the model is built
+	opt.AutoCompute = true
 	if t.Has("actor_rollout_ref.model.compute_dtype") {
 		s, err := t.String("actor_rollout_ref.model.compute_dtype")
 		if err != nil {
 			return opt, err
 		}
-		if opt.ComputeDType, err = torch.ParseDType(s); err != nil {
-			return opt, fmt.Errorf("actor_rollout_ref.model.compute_dtype: %w", err)
-		}
-		if opt.ComputeDType != opt.DType && opt.ComputeDType != torch.BFloat16 && opt.ComputeDType != torch.Float16 {
-			return opt, fmt.Errorf("actor_rollout_ref.model.compute_dtype=%s: mixed precision computes in bfloat16 or float16", s)
+		if !strings.EqualFold(s, "auto") {
+			opt.AutoCompute = false
+			if opt.ComputeDType, err = torch.ParseDType(s); err != nil {
+				return opt, fmt.Errorf("actor_rollout_ref.model.compute_dtype: %w (or auto)", err)
+			}
+			if opt.ComputeDType != opt.DType && opt.ComputeDType != torch.BFloat16 && opt.ComputeDType != torch.Float16 {
+				return opt, fmt.Errorf("actor_rollout_ref.model.compute_dtype=%s: mixed precision computes in bfloat16 or float16", s)
+			}
 		}
 	}
 	var err error
 	opt.GradientCheckpointing, err = checkpointingKey(t, "actor_rollout_ref.model.enable_gradient_checkpointing")
 	return opt, err
+}
+
+// autoComputeWhy says why llm.AutoComputeDType chose mixed precision.
+func autoComputeWhy(o llm.Options) string {
+	if o.Device != torch.CPU {
+		return "GPU runs compute in bfloat16, as veRL's FSDP does"
+	}
+	return fmt.Sprintf("this CPU multiplies bfloat16 natively and the model has at least %dM parameters", llm.AutoComputeParams/1_000_000)
 }
 
 // checkpointingKey reads an enable_gradient_checkpointing key (absent: off).

@@ -8,8 +8,8 @@ import (
 )
 
 // actor_rollout_ref.model.compute_dtype turns on mixed precision (bf16
-// compute on float32 master weights); a dtype that cannot be a compute dtype
-// is an error naming the key.
+// compute on float32 master weights); absent or auto, llm.AutoComputeDType
+// chooses; a dtype that cannot be a compute dtype is an error naming the key.
 func TestModelOptionsComputeDType(t *testing.T) {
 	tr, _, err := loadTree([]string{"model_path=tiny", "+actor_rollout_ref.model.compute_dtype=bf16"}, "base")
 	if err != nil {
@@ -21,6 +21,24 @@ func TestModelOptionsComputeDType(t *testing.T) {
 	}
 	if opt.DType != torch.Float32 || opt.ComputeDType != torch.BFloat16 {
 		t.Fatalf("dtype %v, compute %v; want float32 master weights and bfloat16 compute", opt.DType, opt.ComputeDType)
+	}
+	for _, v := range []string{"", "+actor_rollout_ref.model.compute_dtype=auto", "+actor_rollout_ref.model.compute_dtype=fp32"} {
+		args := []string{"model_path=tiny"}
+		if v != "" {
+			args = append(args, v)
+		}
+		tr, _, err := loadTree(args, "base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt, err := modelOptions(tr, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// absent and auto leave the choice to llm.AutoComputeDType; a dtype is taken as given
+		if wantAuto := !strings.HasSuffix(v, "fp32"); opt.AutoCompute != wantAuto || (!wantAuto && opt.ComputeDType != torch.Float32) {
+			t.Fatalf("%q: auto %v, compute %v", v, opt.AutoCompute, opt.ComputeDType)
+		}
 	}
 	tr, _, err = loadTree([]string{"model_path=tiny", "+actor_rollout_ref.model.compute_dtype=int64"}, "base")
 	if err != nil {

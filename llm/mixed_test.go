@@ -90,3 +90,44 @@ func TestMixedPrecisionTracksFloat32(t *testing.T) {
 		}
 	}
 }
+
+// AutoComputeDType: bfloat16 on CUDA (veRL's FSDP default), on the CPU only
+// for models of AutoComputeParams or more on a CPU with native bfloat16
+// matmuls, never for non-float32 parameters; a model built with AutoCompute
+// carries the choice in its Options.
+func TestAutoComputeDType(t *testing.T) {
+	small := TinyConfig(300)
+	large := TinyConfig(151936)
+	large.HiddenSize, large.IntermediateSize, large.NumAttentionHeads, large.NumKeyValueHeads = 896, 4864, 14, 2
+	if large.ParamCount() < AutoComputeParams || small.ParamCount() >= AutoComputeParams {
+		t.Fatalf("sizes %d, %d around %d", small.ParamCount(), large.ParamCount(), AutoComputeParams)
+	}
+	cpu := Options{DType: torch.Float32, Device: torch.CPU}
+	wantLarge := torch.Float32
+	if torch.NativeBF16Matmul() {
+		wantLarge = torch.BFloat16
+	}
+	for _, c := range []struct {
+		cfg  Config
+		opt  Options
+		want torch.DType
+	}{
+		{small, cpu, torch.Float32},
+		{large, cpu, wantLarge},
+		{small, Options{DType: torch.Float32, Device: torch.CUDA(0)}, torch.BFloat16},
+		{large, Options{DType: torch.Float64, Device: torch.CPU}, torch.Float64},
+		{large, Options{DType: torch.BFloat16, Device: torch.CUDA(0)}, torch.BFloat16},
+	} {
+		if got := AutoComputeDType(c.cfg, c.opt); got != c.want {
+			t.Errorf("%d params on %v, %v parameters: %v, want %v", c.cfg.ParamCount(), c.opt.Device, c.opt.DType, got, c.want)
+		}
+	}
+	m, err := New(small, Options{DType: torch.Float32, Device: torch.CPU, AutoCompute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if o := m.Options(); o.AutoCompute || o.ComputeDType != torch.Float32 || m.ComputeDType() != torch.Float32 {
+		t.Fatalf("options after the choice: %+v, compute %v", o, m.ComputeDType())
+	}
+}

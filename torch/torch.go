@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 
+	"golang.org/x/sys/cpu"
+
 	"ragen/internal/torch/csrc" // the only cgo package: the C++ shim and libtorch
 )
 
@@ -163,6 +165,16 @@ func NumThreads() int { return csrc.NumThreads() }
 
 // CUDAAvailable reports whether this build links a CUDA libtorch and a GPU is visible.
 func CUDAAvailable() bool { return csrc.CUDAAvailable() }
+
+// NativeBF16Matmul reports whether this CPU multiplies bfloat16 matrices
+// natively (AMX-BF16 or AVX512-BF16) and libtorch has oneDNN to do it:
+// bfloat16 GEMMs then run at two to three times the float32 rate (on the
+// AMX test machine, Qwen2.5-0.5B's head GEMMs at 530-820 GFLOP/s against
+// 210-260 in float32). Elsewhere bfloat16 matmuls are emulated, no faster
+// than float32.
+func NativeBF16Matmul() bool {
+	return (cpu.X86.HasAMXBF16 || cpu.X86.HasAVX512BF16) && csrc.MKLDNNEnabled()
+}
 
 // CUDADeviceCount is the number of visible CUDA devices (0 without CUDA).
 func CUDADeviceCount() int { return csrc.CUDADeviceCount() }

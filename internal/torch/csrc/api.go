@@ -684,6 +684,10 @@ func SetNumThreads(n int) { C.tt_set_num_threads(C.int(n)) }
 // NumThreads is libtorch's intra-op thread count (tt_get_num_threads).
 func NumThreads() int { return int(C.tt_get_num_threads()) }
 
+// MKLDNNEnabled reports whether libtorch has oneDNN and may use it
+// (tt_mkldnn_enabled).
+func MKLDNNEnabled() bool { return C.tt_mkldnn_enabled() != 0 }
+
 // CUDAAvailable reports whether CUDA is linked and a GPU is visible (tt_cuda_available).
 func CUDAAvailable() bool { return C.tt_cuda_available() != 0 }
 

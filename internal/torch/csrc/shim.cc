@@ -941,6 +941,8 @@ tt_err tt_deferred(void) { return tt_defer_sentinel; }
 
 int tt_cuda_available(void) { return at::hasCUDA() ? 1 : 0; }
 
+int tt_mkldnn_enabled(void) { return at::hasMKLDNN() && at::globalContext().userEnabledMkldnn() ? 1 : 0; }
+
 int tt_cuda_device_count(void) {
 #ifdef RAGEN_WITH_CUDA
   return at::hasCUDA() ? (int)at::cuda::device_count() : 0;

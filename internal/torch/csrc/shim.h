@@ -167,6 +167,8 @@ int64_t tt_head_min_chunk(int64_t elems);
 tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature,
                                 int with_entropy, int64_t chunk, int64_t keep, tt_tensor* logp, tt_tensor* ent);
 int tt_cuda_available(void);
+// 1 when libtorch has oneDNN (MKL-DNN) and may use it: bfloat16 CPU matmuls run there.
+int tt_mkldnn_enabled(void);
 int tt_cuda_device_count(void);
 const char* tt_version(void);
 
