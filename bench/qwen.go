@@ -34,15 +34,26 @@ type QwenRow struct {
 }
 
 // QwenRows are the shapes `make bench` runs; RAGEN_BENCH_QWEN=quick keeps
-// the 2-layer 0.5B row only.
+// the 2-layer 0.5B row only, any other value the rows whose name contains it
+// (RAGEN_BENCH_QWEN=24L).
 func QwenRows() []QwenRow {
 	rows := []QwenRow{
 		{"0.5B-shape 2L", Qwen05B(2), 8, 128, 64, 1, 512},
 		{"1.5B-shape 2L", Qwen15B(2), 8, 128, 64, 1, 512},
 		{"0.5B 24L", Qwen05B(24), 8, 128, 32, 1, 512},
 	}
-	if os.Getenv("RAGEN_BENCH_QWEN") == "quick" {
+	switch sel := os.Getenv("RAGEN_BENCH_QWEN"); sel {
+	case "":
+	case "quick":
 		rows = rows[:1]
+	default:
+		var some []QwenRow
+		for _, r := range rows {
+			if strings.Contains(r.Name, sel) {
+				some = append(some, r)
+			}
+		}
+		rows = some
 	}
 	return rows
 }

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"ragen/cli"
+	"ragen/collapse"
+	"ragen/llm"
+	"ragen/llm/llmbench"
+	"ragen/torch"
 	"ragen/track"
 )
 
@@ -99,5 +103,39 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "other (logging, batching)\t%.2f\t%.1f%%\t\n", step-sum, 100*(step-sum)/step)
 	fmt.Fprintf(tw, "step\t%.2f\t100%%\t\n", step)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// a random model writes no <think> block, so the step's collapse stage
+	// had nothing to score: score what it would have, apart
+	cs, err := collapseCost(c, G*N)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "collapse diagnostics at upstream's defaults, had every reply been a 400-token reasoning (both families: two %dx%d matrices, 600-token prompts, micro batch 128): %.2f s = %.1f%% of the step\n",
+		G*N, G*N, cs, 100*cs/step)
+	return nil
+}
+
+// collapseCost times the collapse scoring of n trajectories whose replies
+// are all reasoning: the first-turn and multi-turn families, each an n x n
+// cross-scoring of (prompt, reasoning) pairs by the prefix scorer the
+// trainer uses, on a model of c's shape in the compute dtype ragen train
+// picks for it.
+func collapseCost(c llm.Config, n int) (float64, error) {
+	m, err := llm.New(c, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1, AutoCompute: true})
+	if err != nil {
+		return 0, err
+	}
+	defer m.Close()
+	prompts := llmbench.Prompts(n, 600, c.VocabSize, 1)
+	reasoning := llmbench.Prompts(n, 400, c.VocabSize, 2)
+	sc := llm.NewPrefixScorer(m, 128, 1)
+	t0 := time.Now()
+	for range 2 { // first-turn and multi-turn families
+		if _, _, err := collapse.CrossScores(context.Background(), sc, prompts, reasoning, 128, 1); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t0).Seconds(), nil
 }
