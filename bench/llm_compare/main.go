@@ -101,8 +101,8 @@ func run(threads int, what, python string, reps int) error {
 		if err != nil {
 			return err
 		}
-		fl := llmbench.TrainFLOPs(cfg, 8*256)
-		fmt.Printf("matmul peak %.0f GFLOP/s (2048², fp32); train MFU go %.1f%%, pytorch %.1f%% (6·N·tokens / step time / peak)\n",
+		fl := llmbench.TrainFLOPs(cfg, 8, 256)
+		fmt.Printf("matmul peak %.0f GFLOP/s (2048², fp32); train MFU go %.1f%%, pytorch %.1f%% (PaLM's (6·N + 12·L·H·Q·T)·tokens / step time / peak)\n",
 			peak, 100*fl/best/1e9/peak, 100*fl/p.TrainStepS/1e9/peak)
 	}
 	return nil

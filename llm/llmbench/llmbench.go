@@ -143,9 +143,14 @@ func MatmulPeak() (float64, error) {
 	return 2 * 2048 * 2048 * 2048 / best / 1e9, nil
 }
 
-// TrainFLOPs is 6·N·tokens, the usual estimate of one step's work.
-func TrainFLOPs(c llm.Config, tokens int) float64 {
-	return 6 * float64(c.ParamCount()) * float64(tokens)
+// TrainFLOPs is one training step's work on batch sequences of seqLen
+// tokens as PaLM's MFU counts it (Chowdhery et al. 2022, appendix B):
+// 6·N per token for the parameters plus 12·L·H·Q·T for attention's two
+// matmuls (H heads of width Q over T positions, forward and backward).
+func TrainFLOPs(c llm.Config, batch, seqLen int) float64 {
+	perToken := 6*float64(c.ParamCount()) +
+		12*float64(c.NumHiddenLayers)*float64(c.NumAttentionHeads*c.HeadDimension())*float64(seqLen)
+	return perToken * float64(batch*seqLen)
 }
 
 // Summary formats a side-by-side line.
