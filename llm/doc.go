@@ -41,9 +41,12 @@
 // projections (one pass over each weight instead of OpenBLAS's per-call
 // packing) and for single-step attention over the KV cache; the LM head's
 // log-softmax, entropy and their gradients are one GEMM and one row pass per
-// chunk. Training steps allocate and free the same large buffers every
-// step; package torch keeps freed memory for reuse (torch.KeepFreedMemory,
-// on by default). The heavy libtorch calls (forwards, backward, optimizer
+// chunk, in float32 or, with bfloat16 mixed precision (Options.ComputeDType,
+// Options.AutoCompute), bfloat16 GEMMs that oneDNN runs on AMX where the CPU
+// has it. A tied embedding's gradient is added into the head's as rows, not
+// as a dense table. Training steps allocate and free the same large buffers
+// every step; package torch keeps freed memory for reuse
+// (torch.KeepFreedMemory, on by default). The heavy libtorch calls (forwards, backward, optimizer
 // steps, the head) run on one OS thread that package torch owns, so callers
 // on any goroutine get the speed of a pinned thread without
 // runtime.LockOSThread.
