@@ -45,9 +45,9 @@ const AutoComputeParams = 100_000_000
 //     default.
 //   - CPU: bfloat16 when the CPU multiplies bfloat16 natively
 //     (torch.NativeBF16Matmul: AMX or AVX512-BF16) and the model has at
-//     least AutoComputeParams parameters. At Qwen2.5-0.5B's shape a
-//     training step is then 2.2x faster than in float32 (make bench, the
-//     bf16 columns). Smaller models (the demo's, the tests') keep float32,
+//     least AutoComputeParams parameters. On the AMX test machine a
+//     training step at Qwen2.5's shapes was then 1.7-2.2x faster than in
+//     float32 (make bench, the bf16 columns). Smaller models (the demo's, the tests') keep float32,
 //     the precision their recipes and reference results were made in.
 //   - float32 parameters only: other parameter dtypes do not mix.
 func AutoComputeDType(cfg Config, opt Options) torch.DType {
