@@ -183,7 +183,7 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 	if err != nil {
 		return err
 	}
-	m.Close()
+	m.Close() // before the bf16 model is built; the deferred Close is then a no-op
 	// the peak again, right after the step: MFU divides by the higher of the
 	// run's two measurements, so a slow moment of a shared machine during
 	// the first one cannot inflate it

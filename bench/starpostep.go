@@ -120,10 +120,10 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 // collapseCost times the collapse scoring of n trajectories whose replies
 // are all reasoning: the first-turn and multi-turn families, each an n x n
 // cross-scoring of (prompt, reasoning) pairs by the prefix scorer the
-// trainer uses, on a model of c's shape in the compute dtype ragen train
-// picks for it.
+// trainer uses, on a float32 model of c's shape (the scorer runs in the
+// parameters' dtype whatever the training compute dtype).
 func collapseCost(c llm.Config, n int) (float64, error) {
-	m, err := llm.New(c, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1, AutoCompute: true})
+	m, err := llm.New(c, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1})
 	if err != nil {
 		return 0, err
 	}
