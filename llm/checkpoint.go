@@ -34,5 +34,5 @@ func (m *Model) checkpointing() bool { return m.opt.GradientCheckpointing && tor
 // checkpointed node.
 func (m *Model) checkpointLayer(b *block, x *torch.Tensor) *torch.Tensor {
 	l := fusedLayers([]layer{*b.w})[0]
-	return fused.CheckpointLayer(b.s, x, &l, b.lora, b.scale, m.shape(), b.cos, b.sin, b.bias)
+	return fused.CheckpointLayer(b.s, x, &l, b.lora, b.scale, m.shape(), b.cos, b.sin, b.kb)
 }

@@ -12,9 +12,15 @@ import (
 // gradient (nil where none) and the loss, then clears the gradients.
 func gradsOf(t *testing.T, m *Model, ts []*torch.Tensor, seqs [][]int) ([][]float32, float32) {
 	t.Helper()
+	return gradsWith(t, ts, func(s *torch.Scope) *torch.Tensor { return lossOf(t, s, m, seqs) })
+}
+
+// gradsWith is gradsOf for the scalar loss that lossFn builds in s.
+func gradsWith(t *testing.T, ts []*torch.Tensor, lossFn func(s *torch.Scope) *torch.Tensor) ([][]float32, float32) {
+	t.Helper()
 	s := torch.NewScope()
 	defer s.Close()
-	loss := lossOf(t, s, m, seqs)
+	loss := lossFn(s)
 	l := s.Float32s(loss)
 	if err := loss.Backward(nil); err != nil {
 		t.Fatal(err)
@@ -48,7 +54,7 @@ func compareGrads(t *testing.T, names []string, a, b [][]float32, tol float64) {
 	defer func() { t.Logf("largest gradient difference %.2g of the tensor's largest entry", worst) }()
 	for i := range a {
 		if (a[i] == nil) != (b[i] == nil) {
-			t.Fatalf("%s: gradient present %v without checkpointing, %v with", names[i], a[i] != nil, b[i] != nil)
+			t.Fatalf("%s: gradient present %v in the first run, %v in the second", names[i], a[i] != nil, b[i] != nil)
 		}
 		top := 0.0
 		for _, v := range a[i] {

@@ -9,8 +9,12 @@ import (
 
 // The Go forward: the decoder over ragen/torch ops, one op per line, each
 // family's layer function composing the blocks below. It is the readable
-// definition of every family and the path the fused C++ forward
-// (internal/torch/fused) is tested against (TestFusedMatchesGo).
+// definition of every family and the training forward. RMSNorm, RoPE,
+// attention and SwiGLU run as the fused ops of package torch (one kernel
+// and one autograd node each); with Model.referenceOps the blocks compose
+// them from elementary ops instead, the reference that the fused ops
+// (TestFusedOpsMatchReference) and the fused C++ forward of generation and
+// scoring (internal/torch/fused, TestFusedMatchesGo) are tested against.
 //
 // Shapes: B batch, T time, E hidden, H query heads, KV key/value heads,
 // D head dim, I intermediate, V vocabulary.
@@ -24,13 +28,18 @@ type block struct {
 	lora     *[14]*torch.Tensor // nil without LoRA
 	scale    float64            // LoRA alpha/rank
 	cos, sin *torch.Tensor      // (B,1,T,D) in the model dtype
-	bias     *torch.Tensor      // (B,1,1,T,T) float32 additive: key padding + causal
+	kb       *torch.Tensor      // (B,T) float32 additive key bias (padding)
+	bias     *torch.Tensor      // reference ops: (B,1,1,T,T) float32 additive, key padding + causal
+	ref      bool               // compose every op from elementary ones (the reference the fused ops are tested against)
 	B, T     int64
 }
 
 // rmsNorm is HF's RMSNorm over the last dim: in float32, cast back, scaled.
 func (b *block) rmsNorm(x, w *torch.Tensor) *torch.Tensor {
 	s := b.s
+	if !b.ref {
+		return s.RMSNorm(x, w, b.cfg.RMSNormEps)
+	}
 	xf := s.Cast(x, torch.Float32)
 	v := s.Mean(s.Square(xf), true, -1)                  // (...,1)
 	xf = s.Mul(xf, s.Rsqrt(s.AddS(v, b.cfg.RMSNormEps))) // (...,n)
@@ -82,6 +91,9 @@ func (b *block) heads(x *torch.Tensor, n int) *torch.Tensor {
 func (b *block) rope(x *torch.Tensor) *torch.Tensor {
 	s := b.s
 	x = s.Transpose(x, 1, 2) // (B,n,T,D)
+	if !b.ref {
+		return s.Rope(x, b.cos, b.sin)
+	}
 	h := int64(b.cfg.HeadDimension() / 2)
 	rot := s.Cat([]*torch.Tensor{s.Neg(s.Narrow(x, 3, h, h)), s.Narrow(x, 3, 0, h)}, 3)
 	return s.Add(s.Mul(x, b.cos), s.Mul(rot, b.sin))
@@ -93,6 +105,9 @@ func (b *block) rope(x *torch.Tensor) *torch.Tensor {
 func (b *block) attend(q, k, v *torch.Tensor) *torch.Tensor {
 	s := b.s
 	H, KV, D := int64(b.cfg.NumAttentionHeads), int64(b.cfg.NumKeyValueHeads), int64(b.cfg.HeadDimension())
+	if !b.ref {
+		return s.GQAAttention(q, k, v, b.kb, 0, 1/math.Sqrt(float64(D)))
+	}
 	G, B, T := H/KV, b.B, b.T
 	qg := s.Reshape(q, B, KV, G*T, D)                                         // (B,KV,G*T,D)
 	sc := s.MulS(s.MatMul(qg, s.Transpose(k, 2, 3)), 1/math.Sqrt(float64(D))) // (B,KV,G*T,T)
@@ -109,7 +124,13 @@ func (b *block) mlp(h *torch.Tensor) *torch.Tensor {
 	gu := s.Linear(h, b.w[rGateUp], nil) // (B,T,2I)
 	g := b.addLoRA(s.Narrow(gu, 2, 0, I), h, 4)
 	u := b.addLoRA(s.Narrow(gu, 2, I, I), h, 5)
-	return b.linear(s.Mul(s.SiLU(g), u), b.w[rDown], nil, 6)
+	if b.ref {
+		return b.linear(s.Mul(s.SiLU(g), u), b.w[rDown], nil, 6)
+	}
+	if b.lora != nil && (b.lora[8] != nil || b.lora[10] != nil) {
+		gu = s.Cat([]*torch.Tensor{g, u}, 2)
+	}
+	return b.linear(s.SwiGLU(gu), b.w[rDown], nil, 6)
 }
 
 // goForward is Forward over ragen/torch ops: ids, positions, attn (B,T) ->
@@ -136,18 +157,20 @@ func (m *Model) goForward(s *torch.Scope, ids, positions, attn *torch.Tensor, he
 	p := s.Reshape(positions, -1)
 	cos := s.Cast(s.View(s.IndexSelect(m.cos, 0, p), B, 1, T, D), dt) // (B,1,T,D)
 	sin := s.Cast(s.View(s.IndexSelect(m.sin, 0, p), B, 1, T, D), dt)
-	// additive bias (B,1,1,T,T): key padding plus causal, lowest float where masked
-	lowest := -math.MaxFloat32
-	causal := make([]float32, T*T)
-	for t := int64(0); t < T; t++ {
-		for j := t + 1; j < T; j++ {
-			causal[t*T+j] = float32(lowest)
+	kb := s.To(s.KeyBias(attn), torch.Float32, m.opt.Device) // (B,T)
+	b := &block{s: s, cfg: m.cfg, cos: cos, sin: sin, kb: kb, ref: m.referenceOps, B: B, T: T}
+	if b.ref {
+		// additive bias (B,1,1,T,T): key padding plus causal, lowest float where masked
+		lowest := -math.MaxFloat32
+		causal := make([]float32, T*T)
+		for t := int64(0); t < T; t++ {
+			for j := t + 1; j < T; j++ {
+				causal[t*T+j] = float32(lowest)
+			}
 		}
+		cm := s.Own(upload(causal, m.opt.Device, 1, 1, 1, T, T))
+		b.bias = s.MaxS(s.Add(s.View(kb, B, 1, 1, 1, T), cm), lowest)
 	}
-	cm := s.Own(upload(causal, m.opt.Device, 1, 1, 1, T, T))
-	kb := s.View(s.To(s.KeyBias(attn), torch.Float32, m.opt.Device), B, 1, 1, 1, T)
-	bias := s.MaxS(s.Add(kb, cm), lowest)
-	b := &block{s: s, cfg: m.cfg, cos: cos, sin: sin, bias: bias, B: B, T: T}
 	if m.lora != nil {
 		b.scale = m.lora.scale
 	}

@@ -99,6 +99,10 @@ type Model struct {
 	lora   *loraState
 	// genConfig is generation_config.json as loaded (nil: derived from cfg).
 	genConfig []byte
+	// referenceOps makes the Go forward compose RMSNorm, RoPE, attention and
+	// SwiGLU from elementary ops instead of the fused ones: the reference
+	// the tests hold the fused ops to.
+	referenceOps bool
 }
 
 func (m *Model) q() int  { return m.cfg.NumAttentionHeads * m.cfg.HeadDimension() }

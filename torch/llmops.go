@@ -128,3 +128,58 @@ func (s *Scope) HeadLogProbs(hidden, head, ids *Tensor, temperature float64, wit
 	}
 	return logp, entropy
 }
+
+// Decoder-layer ops. On a CPU with AVX2, for float32 and bfloat16 tensors,
+// each is one fused kernel and, with gradients, one autograd node with its
+// own backward that keeps less than the composition it replaces; elsewhere
+// (CUDA, other dtypes) it is that ATen composition. Results equal the
+// composition's to float rounding.
+
+// RMSNorm is Hugging Face's RMSNorm over the last dim: x in float32 times
+// rsqrt(mean(x^2) + eps), cast back to x's dtype, times w. x (..., N), w (N)
+// in x's dtype. With gradients it keeps x and one float per row.
+func (s *Scope) RMSNorm(x, w *Tensor, eps float64) *Tensor {
+	if !s.ok(x, w) {
+		return nil
+	}
+	return s.put(csrc.RMSNorm(x.handle(), w.handle(), eps))
+}
+
+// SwiGLU is silu(gu[..., :I]) * gu[..., I:] for gu (..., 2I), the gated MLP
+// activation of Llama and Qwen on the stacked gate and up projections. With
+// gradients it keeps gu only.
+func (s *Scope) SwiGLU(gu *Tensor) *Tensor {
+	if !s.ok(gu) {
+		return nil
+	}
+	return s.put(csrc.SwiGLU(gu.handle()))
+}
+
+// Rope is the rotary embedding x*cos + rotate_half(x)*sin, rotate_half(x) =
+// (-x[D/2:], x[:D/2]), of x (B,N,T,D) (any strides; a transposed (B,T,N,D)
+// view is fine) with the tables gathered at the positions, cos and sin
+// (B,1,T,D) in x's dtype. Returns a contiguous (B,N,T,D).
+func (s *Scope) Rope(x, cos, sin *Tensor) *Tensor {
+	if !s.ok(x, cos, sin) {
+		return nil
+	}
+	return s.put(csrc.Rope(x.handle(), cos.handle(), sin.handle()))
+}
+
+// GQAAttention is causal grouped-query softmax attention: q (B,H,T,D), k and
+// v (B,KV,Lk,D) with H a multiple of KV (query heads h*H/KV .. share KV head
+// h), keyBias the float32 additive key bias (B, >= Lk) of KeyBias, and query
+// t at position offset+t attending keys j <= offset+t (offset 0 for a
+// whole sequence, the cache length for a continuation). Scores are
+// q k^T * scale (1/sqrt(D) in the models), softmax in float32. Returns
+// (B,T,H*D). A query whose keys are all masked (left padding) attends all Lk
+// keys evenly, as the additive-mask softmax does. The fused form works one
+// block of query times at a time and skips the keys causality hides; with
+// gradients it keeps one float per query row instead of the (B,H,T,Lk)
+// probabilities, and its backward recomputes each block's scores.
+func (s *Scope) GQAAttention(q, k, v, keyBias *Tensor, offset int64, scale float64) *Tensor {
+	if !s.ok(q, k, v, keyBias) {
+		return nil
+	}
+	return s.put(csrc.GQAAttention(q.handle(), k.handle(), v.handle(), keyBias.handle(), offset, scale))
+}

@@ -80,3 +80,36 @@ func LLMMallocTune(bytes int64) { C.tt_llm_malloc_tune(C.int64_t(bytes)) }
 // LLMMallocRelease returns the C heap's free memory to the OS
 // (tt_llm_malloc_release).
 func LLMMallocRelease() { C.tt_llm_malloc_release() }
+
+// RMSNorm is x / rms(x) * w over the last dim, in float32 math (tt_rms_norm).
+func RMSNorm(x, w Tensor, eps float64) (Tensor, error) {
+	var h C.tt_tensor
+	var e C.tt_err
+	Heavy(func() { e = C.tt_rms_norm(x.p, w.p, C.double(eps), &h) })
+	return out1(e, h)
+}
+
+// SwiGLU is silu(gu[..., :I]) * gu[..., I:] (tt_swiglu).
+func SwiGLU(gu Tensor) (Tensor, error) {
+	var h C.tt_tensor
+	var e C.tt_err
+	Heavy(func() { e = C.tt_swiglu(gu.p, &h) })
+	return out1(e, h)
+}
+
+// Rope rotates x (B,N,T,D) by the tables cos and sin (B,1,T,D) (tt_rope).
+func Rope(x, cos, sin Tensor) (Tensor, error) {
+	var h C.tt_tensor
+	var e C.tt_err
+	Heavy(func() { e = C.tt_rope(x.p, cos.p, sin.p, &h) })
+	return out1(e, h)
+}
+
+// GQAAttention is causal grouped-query attention with a key bias
+// (tt_gqa_attention).
+func GQAAttention(q, k, v, kbias Tensor, offset int64, scale float64) (Tensor, error) {
+	var h C.tt_tensor
+	var e C.tt_err
+	Heavy(func() { e = C.tt_gqa_attention(q.p, k.p, v.p, kbias.p, C.int64_t(offset), C.double(scale), &h) })
+	return out1(e, h)
+}

@@ -166,6 +166,20 @@ tt_err tt_deferred(void);
 int64_t tt_head_min_chunk(int64_t elems);
 tt_err tt_head_logprobs_chunked(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature,
                                 int with_entropy, int64_t chunk, int64_t keep, tt_tensor* logp, tt_tensor* ent);
+/* Fused decoder-layer ops (shim_train.cc), one autograd node each with its
+ * own backward on a CPU with AVX2 for float32 and bfloat16, the ATen
+ * composition they replace elsewhere (CUDA, other dtypes).
+ * rms_norm: x (...,N), w (N) -> x/rms(x) (float32 math) * w.
+ * swiglu: gu (...,2I) -> silu(gu[..., :I]) * gu[..., I:].
+ * rope: x (B,N,T,D), cos and sin (B,1,T,D) -> x*cos + rotate_half(x)*sin.
+ * gqa_attention: q (B,H,T,D), k and v (B,KV,Lk,D), kbias (B,>=Lk) float32
+ * additive key bias; query t at position offset+t attends keys <= offset+t;
+ * -> (B,T,H*D). */
+tt_err tt_rms_norm(tt_tensor x, tt_tensor w, double eps, tt_tensor* out);
+tt_err tt_swiglu(tt_tensor gu, tt_tensor* out);
+tt_err tt_rope(tt_tensor x, tt_tensor cos, tt_tensor sin, tt_tensor* out);
+tt_err tt_gqa_attention(tt_tensor q, tt_tensor k, tt_tensor v, tt_tensor kbias, int64_t offset, double scale,
+                        tt_tensor* out);
 int tt_cuda_available(void);
 // 1 when libtorch has oneDNN (MKL-DNN) and may use it: bfloat16 CPU matmuls run there.
 int tt_mkldnn_enabled(void);
@@ -221,7 +235,8 @@ extern "C" {
  * only its inputs and recomputes the layer in backward (activation
  * checkpointing). w: TT_LLM_ROLES handles by role (optional ones NULL);
  * lora: NULL or 14 (A,B) handles, NULL where off. cos, sin: (B,1,T,D) in the
- * model dtype; bias: (B,1,1,T,T) float32 additive (key padding + causal). */
+ * model dtype; bias: the (B,T) float32 additive key bias (tt_llm_key_bias);
+ * the layer adds the causal mask. */
 tt_err tt_llm_ckpt_layer(tt_tensor x, const tt_tensor* w, const tt_tensor* lora, double lora_scale, int n_heads,
                          int n_kv, int head_dim, double eps, tt_tensor cos, tt_tensor sin, tt_tensor bias,
                          tt_tensor* out);

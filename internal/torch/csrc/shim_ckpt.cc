@@ -2,8 +2,8 @@
 
 // shim_ckpt.cc - a checkpointed decoder layer (tt_llm_ckpt_layer): one
 // autograd node per layer whose forward runs the layer with autograd off and
-// keeps only its inputs (the layer input, the rotary tables, the attention
-// bias and the weights, which live anyway), and whose backward runs the
+// keeps only its inputs (the layer input, the rotary tables, the key bias
+// and the weights, which live anyway), and whose backward runs the
 // layer again with autograd on and back-propagates through that local graph.
 // Between forward and backward a layer thus holds one (B,T,E) tensor instead
 // of its attention scores, softmax, projections and MLP activations
@@ -11,9 +11,9 @@
 //
 // The layer is shim_llm.cc's by-role layer (shim.h's tt_llm_role: optional
 // qkv bias and q/k norms, rotary tables from the caller, LoRA deltas), written
-// op for op as package llm's Go forward (llm/decoder.go) writes it, so that
-// the loss and gradients equal the Go forward's to float rounding of the
-// same ops in the same order.
+// op for op as package llm's Go forward (llm/decoder.go) writes it, with the
+// same fused ops (train_ops.hpp), so that the loss and gradients equal the
+// Go forward's to float rounding of the same ops in the same order.
 //
 // It includes the autograd frontend headers, so it is a file of its own (as
 // shim_head.cc).
@@ -34,6 +34,7 @@
 
 #include "shim.h"
 #include "tensor_impl.hpp"
+#include "train_ops.hpp"
 
 namespace {
 
@@ -63,14 +64,6 @@ struct LayerW {
   std::array<at::Tensor, kLoRA> lo;
 };
 
-// rms_norm as llm's block.rmsNorm: float32, mean of squares, rsqrt, cast back, scale.
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor v = xf.square().mean({-1}, true);
-  xf = xf.mul(v.add(eps).rsqrt());
-  return w.mul(xf.to(x.scalar_type()));
-}
-
 // add_lora as block.addLoRA: y + scale * B(A(x)) when target t is on.
 at::Tensor add_lora(const at::Tensor& y, const at::Tensor& x, const LayerW& L, const Geo& g, int t) {
   if (t < 0 || !L.lo[2 * t].defined()) return y;
@@ -78,47 +71,34 @@ at::Tensor add_lora(const at::Tensor& y, const at::Tensor& x, const LayerW& L, c
   return y.add(d.mul(g.lora_scale));
 }
 
-// rope as block.rope: x (B,T,n,D) -> (B,n,T,D), x*cos + rotate_half(x)*sin.
-at::Tensor rope(at::Tensor x, const at::Tensor& cs, const at::Tensor& sn) {
-  x = x.transpose(1, 2);
-  const int64_t h = x.size(3) / 2;
-  at::Tensor rot = at::cat({x.narrow(3, h, h).neg(), x.narrow(3, 0, h)}, 3);
-  return x.mul(cs).add(rot.mul(sn));
-}
-
 // layer is one decoder layer, x (B,T,E) -> (B,T,E): qwen2Layer, llamaLayer
 // and qwen3Layer of package llm, by role.
 at::Tensor layer(const at::Tensor& x, const LayerW& L, const Geo& g, const at::Tensor& cs, const at::Tensor& sn,
-                 const at::Tensor& bias) {
-  const int64_t B = x.size(0), T = x.size(1), H = g.H, KV = g.KV, D = g.D, G = H / KV;
+                 const at::Tensor& kbias) {
+  const int64_t B = x.size(0), T = x.size(1), H = g.H, KV = g.KV, D = g.D;
   const int64_t Q = H * D, K = KV * D;
   const auto& w = L.w;
-  at::Tensor h = rms_norm(x, w[TT_LLM_LN1], g.eps);
+  at::Tensor h = tt_train::rms_norm(x, w[TT_LLM_LN1], g.eps);
   at::Tensor y = w[TT_LLM_QKV_BIAS].defined() ? at::linear(h, w[TT_LLM_QKV], w[TT_LLM_QKV_BIAS])
                                                : at::linear(h, w[TT_LLM_QKV]);
   at::Tensor q = add_lora(y.narrow(2, 0, Q), h, L, g, 0);
   at::Tensor k = add_lora(y.narrow(2, Q, K), h, L, g, 1);
   at::Tensor v = add_lora(y.narrow(2, Q + K, K), h, L, g, 2);
   at::Tensor qh = q.view({B, T, H, D}), kh = k.view({B, T, KV, D});
-  if (w[TT_LLM_Q_NORM].defined()) qh = rms_norm(qh, w[TT_LLM_Q_NORM], g.eps);
-  if (w[TT_LLM_K_NORM].defined()) kh = rms_norm(kh, w[TT_LLM_K_NORM], g.eps);
-  qh = rope(qh, cs, sn);                              // (B,H,T,D)
-  kh = rope(kh, cs, sn);                              // (B,KV,T,D)
+  if (w[TT_LLM_Q_NORM].defined()) qh = tt_train::rms_norm(qh, w[TT_LLM_Q_NORM], g.eps);
+  if (w[TT_LLM_K_NORM].defined()) kh = tt_train::rms_norm(kh, w[TT_LLM_K_NORM], g.eps);
+  qh = tt_train::rope(qh.transpose(1, 2), cs, sn);        // (B,H,T,D)
+  kh = tt_train::rope(kh.transpose(1, 2), cs, sn);        // (B,KV,T,D)
   at::Tensor vh = v.view({B, T, KV, D}).transpose(1, 2);  // (B,KV,T,D)
-  // grouped-query attention as block.attend
-  at::Tensor qg = qh.reshape({B, KV, G * T, D});
-  at::Tensor sc = at::matmul(qg, kh.transpose(2, 3)).mul(1 / std::sqrt((double)D));
-  sc = sc.view({B, KV, G, T, T}).to(at::kFloat).add(bias);
-  at::Tensor p = sc.softmax(-1).view({B, KV, G * T, T}).to(qh.scalar_type());
-  at::Tensor a = at::matmul(p, vh).view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
+  at::Tensor a = tt_train::attention(qh, kh, vh, kbias, 0, 1 / std::sqrt((double)D));  // (B,T,H*D)
   at::Tensor x1 = x.add(add_lora(at::linear(a, w[TT_LLM_O]), a, L, g, 3));
   // SwiGLU MLP as block.mlp
-  at::Tensor h2 = rms_norm(x1, w[TT_LLM_LN2], g.eps);
+  at::Tensor h2 = tt_train::rms_norm(x1, w[TT_LLM_LN2], g.eps);
   const int64_t I = w[TT_LLM_GATE_UP].size(0) / 2;
   at::Tensor gu = at::linear(h2, w[TT_LLM_GATE_UP]);
-  at::Tensor gt = add_lora(gu.narrow(2, 0, I), h2, L, g, 4);
-  at::Tensor up = add_lora(gu.narrow(2, I, I), h2, L, g, 5);
-  at::Tensor act = at::silu(gt).mul(up);
+  const bool lora_mlp = L.lo[8].defined() || L.lo[10].defined();  // gate (4) or up (5)
+  if (lora_mlp) gu = at::cat({add_lora(gu.narrow(2, 0, I), h2, L, g, 4), add_lora(gu.narrow(2, I, I), h2, L, g, 5)}, 2);
+  at::Tensor act = tt_train::swiglu(gu);
   return x1.add(add_lora(at::linear(act, w[TT_LLM_DOWN]), act, L, g, 6));
 }
 
@@ -135,7 +115,7 @@ LayerW unpack(const at::Tensor* ps, size_t n, int64_t mask) {
   return L;
 }
 
-// Inputs: x, cos, sin, bias, then the present weights; the rest are not tensors.
+// Inputs: x, cos, sin, the key bias, then the present weights; the rest are not tensors.
 constexpr size_t kFixed = 4;
 constexpr size_t kScalars = 6;  // mask, lora_scale, H, KV, D, eps
 
@@ -212,7 +192,8 @@ tt_err tt_llm_ckpt_layer(tt_tensor x, const tt_tensor* w, const tt_tensor* lora,
     const int64_t B = X.size(0), T = X.size(1), D = head_dim;
     if (cos->t.sizes() != at::IntArrayRef({B, 1, T, D}) || sin->t.sizes() != cos->t.sizes())
       return ckpt_err("cos and sin must be (B,1,T,D)");
-    if (bias->t.sizes() != at::IntArrayRef({B, 1, 1, T, T})) return ckpt_err("bias must be (B,1,1,T,T)");
+    if (bias->t.sizes() != at::IntArrayRef({B, T}) || bias->t.scalar_type() != at::kFloat)
+      return ckpt_err("key bias must be float32 (B,T)");
     const int64_t qkv_rows = (int64_t)(n_heads + 2 * n_kv) * D;
     if (w[TT_LLM_QKV]->t.dim() != 2 || w[TT_LLM_QKV]->t.size(0) != qkv_rows ||
         w[TT_LLM_QKV]->t.size(1) != X.size(2))

@@ -31,7 +31,6 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/multinomial.h>
 #include <ATen/ops/ones.h>
-#include <ATen/ops/silu.h>
 #include <ATen/ops/zeros.h>
 
 #include <cmath>
@@ -45,6 +44,7 @@
 #include "shim.h"
 #include "tensor_impl.hpp"
 #include "cpu_kernels.hpp"
+#include "train_ops.hpp"
 
 // Same definition as in shim.cc (one definition per the ODR).
 struct tt_gen_s {
@@ -78,19 +78,6 @@ at::ScalarType st_of(int d) {
     case TT_F16: return at::kHalf;
   }
   throw std::invalid_argument("llm: unsupported float dtype code " + std::to_string(d));
-}
-
-at::Tensor rotate_half(const at::Tensor& x) {
-  int64_t h = x.size(-1) / 2;
-  return at::cat({x.narrow(-1, h, h).neg(), x.narrow(-1, 0, h)}, -1);
-}
-
-// rms_norm is Qwen2RMSNorm: normalise in float32, cast back, scale.
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor var = xf.pow(2).mean({-1}, true);
-  xf = xf.mul(var.add(eps).rsqrt());
-  return w.mul(xf.to(x.scalar_type()));
 }
 
 struct LoRA {
@@ -347,59 +334,6 @@ bool decode_attention_ok(const at::Tensor& q, const at::Tensor& kc, const at::Te
          q.size(2) == 1 && !c10::GradMode::is_enabled();
 }
 
-// Fused RMSNorm for the inference path (fp32, CPU): y = w * x / sqrt(mean(x^2) + eps).
-__attribute__((target("avx2,fma"), optimize("O3"))) void rms_rows(const float* x, const float* w, float* y,
-                                                                  int64_t M, int64_t E, float eps) {
-  for (int64_t m = 0; m < M; m++) {
-    const float* xr = x + m * E;
-    float* yr = y + m * E;
-    float ss = 0.f;
-    for (int64_t e = 0; e < E; e++) ss += xr[e] * xr[e];
-    const float r = 1.f / std::sqrt(ss / (float)E + eps);
-    for (int64_t e = 0; e < E; e++) yr[e] = w[e] * (xr[e] * r);
-  }
-}
-
-bool fast_ok(const at::Tensor& x) {
-  return cpu_has_avx2() && x.device().is_cpu() && x.scalar_type() == at::kFloat && !c10::GradMode::is_enabled();
-}
-
-at::Tensor rms_norm_fast(const at::Tensor& x, const at::Tensor& w, double eps) {
-  if (!fast_ok(x) || w.scalar_type() != at::kFloat || !w.is_contiguous()) return rms_norm(x, w, eps);
-  at::Tensor xc = x.contiguous();
-  at::Tensor y = at::empty(x.sizes(), x.options());
-  const int64_t E = x.size(-1);
-  rms_rows(xc.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), xc.numel() / E, E, (float)eps);
-  return y;
-}
-
-// Rotary embedding for one decode step: x (B,N,1,D) any strides, cos/sin (B,1,1,D) contiguous -> (B,N,1,D).
-__attribute__((target("avx2,fma"), optimize("O3"))) void rope_rows(const float* x, int64_t sb, int64_t sn,
-                                                                   const float* cs, const float* sn_, float* y,
-                                                                   int64_t B, int64_t N, int64_t D) {
-  const int64_t h = D / 2;
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t n = 0; n < N; n++) {
-      const float* xr = x + b * sb + n * sn;
-      const float* c = cs + b * D;
-      const float* s = sn_ + b * D;
-      float* yr = y + (b * N + n) * D;
-      for (int64_t d = 0; d < h; d++) yr[d] = xr[d] * c[d] - xr[d + h] * s[d];
-      for (int64_t d = h; d < D; d++) yr[d] = xr[d] * c[d] + xr[d - h] * s[d];
-    }
-}
-
-at::Tensor rope(const at::Tensor& x, const at::Tensor& cs, const at::Tensor& sn) {
-  if (!fast_ok(x) || x.size(2) != 1 || x.stride(3) != 1 || !cs.is_contiguous() || !sn.is_contiguous()) {
-    return x.mul(cs).add(rotate_half(x).mul(sn));
-  }
-  const int64_t B = x.size(0), N = x.size(1), D = x.size(3);
-  at::Tensor y = at::empty({B, N, 1, D}, x.options());
-  rope_rows(x.data_ptr<float>(), x.stride(0), x.stride(1), cs.data_ptr<float>(), sn.data_ptr<float>(),
-            y.data_ptr<float>(), B, N, D);
-  return y;
-}
-
 // Per-token log-probs from logits chunks. logits_at(t0, n) returns the
 // logits predicting tokens t0+1 .. t0+n, shape (B,n,V).
 template <class F>
@@ -459,7 +393,7 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
   LLM_NEED(I.dim() == 2, "ids must be (B,T)");
   LLM_NEED(pos->t.sizes() == I.sizes(), "positions must have the shape of ids");
   const int64_t B = I.size(0), T = I.size(1);
-  const int64_t H = n_heads, KV = n_kv, D = head_dim, G = H / KV;
+  const int64_t H = n_heads, KV = n_kv, D = head_dim;
   const int64_t Lk = kv ? cache_pos + T : T;
   LLM_NEED(kbias->t.dim() == 2 && kbias->t.size(0) == B && kbias->t.size(1) >= Lk,
            "key bias must be (B, >= cache_pos+T)");
@@ -471,19 +405,7 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
   at::Tensor p = pos->t.reshape({-1});
   at::Tensor cs = cos_table->t.index_select(0, p).view({B, 1, T, D}).to(dt);
   at::Tensor sn = sin_table->t.index_select(0, p).view({B, 1, T, D}).to(dt);
-  // additive mask (B,1,1,T,Lk): key padding plus causal when T > 1
-  at::Tensor bias = kbias->t.narrow(1, 0, Lk).view({B, 1, 1, 1, Lk});
-  if (T > 1) {
-    const float lowest = std::numeric_limits<float>::lowest();
-    std::vector<float> cm((size_t)(T * Lk), 0.f);
-    const int64_t off = kv ? cache_pos : 0;
-    for (int64_t t = 0; t < T; t++)
-      for (int64_t j = off + t + 1; j < Lk; j++) cm[(size_t)(t * Lk + j)] = lowest;
-    at::Tensor causal = at::zeros({T, Lk}, at::TensorOptions().dtype(at::kFloat));
-    std::memcpy(causal.data_ptr<float>(), cm.data(), cm.size() * sizeof(float));
-    causal = causal.to(kbias->t.device());
-    bias = bias.add(causal.view({1, 1, 1, T, Lk})).clamp_min(lowest);
-  }
+  const int64_t off = kv ? cache_pos : 0;  // query t sits at position off + t
   const double scale = 1.0 / std::sqrt((double)D);
   const int64_t qw = H * D, kw = KV * D;
 
@@ -493,18 +415,18 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
     const at::Tensor &ln1 = lw[TT_LLM_LN1]->t, &wqkv = lw[TT_LLM_QKV]->t, &wo = lw[TT_LLM_O]->t,
                      &ln2 = lw[TT_LLM_LN2]->t, &wgu = lw[TT_LLM_GATE_UP]->t, &wd = lw[TT_LLM_DOWN]->t;
     const at::Tensor bqkv = opt(TT_LLM_QKV_BIAS), qnorm = opt(TT_LLM_Q_NORM), knorm = opt(TT_LLM_K_NORM);
-    at::Tensor h = rms_norm_fast(x, ln1, eps);
+    at::Tensor h = tt_train::rms_norm(x, ln1, eps);
     at::Tensor qkv = add_lora(dec_linear(h, wqkv, bqkv), h, lo, li, 0, {qw, kw, kw});
     // q and k as (B,T,H+KV,D); per-head RMSNorm of q and k when the layer has one
     at::Tensor qk = qkv.narrow(-1, 0, qw + kw).view({B, T, H + KV, D});
     if (qnorm.defined() || knorm.defined()) {
       at::Tensor qh = qk.narrow(2, 0, H), kh = qk.narrow(2, H, KV);
-      if (qnorm.defined()) qh = rms_norm_fast(qh, qnorm, eps);
-      if (knorm.defined()) kh = rms_norm_fast(kh, knorm, eps);
+      if (qnorm.defined()) qh = tt_train::rms_norm(qh, qnorm, eps);
+      if (knorm.defined()) kh = tt_train::rms_norm(kh, knorm, eps);
       qk = at::cat({qh, kh}, 2);
     }
     // rotary embedding of q and k in one pass: (B,H+KV,T,D)
-    qk = rope(qk.transpose(1, 2), cs, sn);
+    qk = tt_train::rope(qk.transpose(1, 2), cs, sn);
     at::Tensor q = qk.narrow(1, 0, H);
     at::Tensor k = qk.narrow(1, H, KV);
     at::Tensor v = qkv.narrow(-1, qw + kw, kw).view({B, T, KV, D}).transpose(1, 2);
@@ -524,29 +446,21 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
         k = kc.narrow(2, 0, Lk);
         v = vc.narrow(2, 0, Lk);
       }
-      // grouped-query attention without copying K/V: query heads of one KV
-      // group are stacked along the time axis.
-      at::Tensor qg = q.reshape({B, KV, G * T, D});
-      at::Tensor s = at::matmul(qg, k.transpose(2, 3)).mul(scale).view({B, KV, G, T, Lk});
-      // in place only when the scores are float32: bf16 cannot hold the
-      // lowest float32 (it would become -inf and fully masked rows NaN)
-      s = (no_grad && s.scalar_type() == at::kFloat) ? s.add_(bias) : s.add(bias);
-      s = s.softmax(-1, at::kFloat).to(dt).view({B, KV, G * T, Lk});
-      a = at::matmul(s, v).view({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
+      a = tt_train::attention(q, k, v, kbias->t, off, scale);
     }
     at::Tensor o = dec_linear(a, wo, at::Tensor());
     if (lo.on(li, 3)) o = o.add(lo.delta(li, 3, a));
     x = no_grad ? x.add_(o) : x.add(o);
-    h = rms_norm_fast(x, ln2, eps);
+    h = tt_train::rms_norm(x, ln2, eps);
     const int64_t I2 = wgu.size(0) / 2;
     at::Tensor gu = add_lora(dec_linear(h, wgu, at::Tensor()), h, lo, li, 4, {I2, I2});
-    at::Tensor act = at::silu(gu.narrow(-1, 0, I2)).mul(gu.narrow(-1, I2, I2));
+    at::Tensor act = tt_train::swiglu(gu);
     at::Tensor d = dec_linear(act, wd, at::Tensor());
     if (lo.on(li, 6)) d = d.add(lo.delta(li, 6, act));
     x = no_grad ? x.add_(d) : x.add(d);
   }
   if (last_only) x = x.narrow(1, T - 1, 1);
-  x = rms_norm_fast(x, w[1 + TT_LLM_ROLES * n_layers]->t, eps);
+  x = tt_train::rms_norm(x, w[1 + TT_LLM_ROLES * n_layers]->t, eps);
   tt_tensor head = w[2 + TT_LLM_ROLES * n_layers];
   if (head) x = dec_linear(x, head->t, at::Tensor());
   *out = wrap(std::move(x));

@@ -13,7 +13,8 @@ import (
 // for op as package llm's Go forward. lora is nil or the layer's (A,B) pairs
 // for q,k,v,o,gate,up,down (nil where off). cos and sin are the rotary
 // tables gathered at the positions, (B,1,T,D) in the model dtype; bias is
-// the additive float32 attention bias (B,1,1,T,T).
+// the (B,T) float32 additive key bias (Scope.KeyBias); the layer adds the
+// causal mask.
 func CheckpointLayer(s *torch.Scope, x *torch.Tensor, l *Layer, lora *[14]*torch.Tensor, loraScale float64,
 	sh Shape, cos, sin, bias *torch.Tensor) *torch.Tensor {
 	if s.Err() != nil {

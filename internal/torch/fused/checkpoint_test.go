@@ -19,8 +19,11 @@ func TestCheckpointLayerErrors(t *testing.T) {
 	}{
 		{"ok", "", func(*torch.Scope, *Layer, *[14]*torch.Tensor, **torch.Tensor) {}},
 		{"no down", "required weight", func(_ *torch.Scope, l *Layer, _ *[14]*torch.Tensor, _ **torch.Tensor) { l.Down = nil }},
-		{"bias shape", "bias must be (B,1,1,T,T)", func(s *torch.Scope, _ *Layer, _ *[14]*torch.Tensor, b **torch.Tensor) {
-			*b = s.Zeros([]int64{B, 1, T, T}, torch.Float32, torch.CPU)
+		{"bias shape", "key bias must be float32 (B,T)", func(s *torch.Scope, _ *Layer, _ *[14]*torch.Tensor, b **torch.Tensor) {
+			*b = s.Zeros([]int64{B, 1, 1, T, T}, torch.Float32, torch.CPU)
+		}},
+		{"bias dtype", "key bias must be float32 (B,T)", func(s *torch.Scope, _ *Layer, _ *[14]*torch.Tensor, b **torch.Tensor) {
+			*b = s.Zeros([]int64{B, T}, torch.Float64, torch.CPU)
 		}},
 		{"lora A only", "A without B", func(s *torch.Scope, _ *Layer, lo *[14]*torch.Tensor, _ **torch.Tensor) {
 			lo[0] = s.Zeros([]int64{2, E}, torch.Float32, torch.CPU)
@@ -36,7 +39,7 @@ func TestCheckpointLayerErrors(t *testing.T) {
 			l := Layer{Ln1: w(1, E), QKV: w(0.1, (H+2*KV)*D, E), O: w(0.1, E, H*D), Ln2: w(1, E),
 				GateUp: w(0.1, 2*I, E), Down: w(0.1, E, I)}
 			var lora [14]*torch.Tensor
-			bias := s.Zeros([]int64{B, 1, 1, T, T}, torch.Float32, torch.CPU)
+			bias := s.Zeros([]int64{B, T}, torch.Float32, torch.CPU)
 			tc.edit(s, &l, &lora, &bias)
 			x := w(0.5, B, T, E)
 			y := CheckpointLayer(s, x, &l, &lora, 2, sh, w(1, B, 1, T, D), w(0, B, 1, T, D), bias)

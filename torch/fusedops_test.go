@@ -1,0 +1,154 @@
+package torch
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fusedCase is one decoder op applied to its inputs.
+type fusedCase struct {
+	name   string
+	shapes [][]int64 // the differentiable inputs
+	op     func(s *Scope, in []*Tensor) *Tensor
+}
+
+// keyBias masks key 3 of row 0 and keys 0..5 of row 1 (so row 1's first
+// queries, at positions below 6, have no key to attend).
+func keyBias(s *Scope, B, L int64) *Tensor {
+	m := make([]int64, B*L)
+	for b := int64(0); b < B; b++ {
+		for j := int64(0); j < L; j++ {
+			if (b == 0 && j != 3) || (b == 1 && j > 5) || b > 1 {
+				m[b*L+j] = 1
+			}
+		}
+	}
+	return s.KeyBias(s.Own(From(m, B, L)))
+}
+
+func fusedCases() []fusedCase {
+	const B, H, KV, D = 2, 4, 2, 8
+	attn := func(T, Lk, off int64) fusedCase {
+		return fusedCase{fmt.Sprintf("GQAAttention/T=%d/Lk=%d/offset=%d", T, Lk, off),
+			[][]int64{{B, H, T, D}, {B, KV, Lk, D}, {B, KV, Lk, D}},
+			func(s *Scope, in []*Tensor) *Tensor {
+				return s.GQAAttention(in[0], in[1], in[2], keyBias(s, B, Lk), off, 1/math.Sqrt(D))
+			}}
+	}
+	return []fusedCase{
+		{"RMSNorm", [][]int64{{3, 5, 20}, {20}}, func(s *Scope, in []*Tensor) *Tensor { return s.RMSNorm(in[0], in[1], 1e-6) }},
+		{"SwiGLU", [][]int64{{3, 5, 2 * 19}}, func(s *Scope, in []*Tensor) *Tensor { return s.SwiGLU(in[0]) }},
+		{"Rope/transposed view", [][]int64{{B, 7, 3, 20}}, func(s *Scope, in []*Tensor) *Tensor {
+			// tables of the input's dtype, not differentiated
+			ang := s.MulS(s.Own(From([]float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0}, 1, 1, 1, 20)), 1)
+			ang = s.Cast(s.Add(ang, s.Zeros([]int64{B, 1, 7, 20}, Float32, CPU)), in[0].DType())
+			return s.Rope(s.Transpose(in[0], 1, 2), s.Cos(ang), s.Sin(ang))
+		}},
+		attn(9, 9, 0),     // a whole sequence
+		attn(5, 9, 4),     // a continuation after 4 cached keys
+		attn(1, 9, 8),     // one decode step
+		attn(200, 200, 0), // several blocks of query times
+	}
+}
+
+// TestFusedOpsMatchComposition holds each fused op (float32 and bfloat16 on
+// this CPU) to its ATen composition, which float64 inputs take: values and
+// the gradients of every input.
+func TestFusedOpsMatchComposition(t *testing.T) {
+	for _, c := range fusedCases() {
+		for _, dt := range []DType{Float32, BFloat16} {
+			t.Run(c.name+"/"+dt.String(), func(t *testing.T) {
+				s := NewScope()
+				defer s.Close()
+				g, err := NewGenerator(11, CPU)
+				require.NoError(t, err)
+				defer g.Close()
+				var lo, hi []*Tensor // dt inputs and float64 copies, both leaves
+				for _, sh := range c.shapes {
+					x := s.Randn(g, sh, Float32, CPU)
+					a, b := s.Cast(x, dt), s.Cast(s.Cast(x, dt), Float64)
+					require.NoError(t, s.Err())
+					require.NoError(t, a.SetRequiresGrad(true))
+					require.NoError(t, b.SetRequiresGrad(true))
+					lo, hi = append(lo, a), append(hi, b)
+				}
+				yl, yh := c.op(s, lo), c.op(s, hi)
+				require.NoError(t, s.Err())
+				require.Equal(t, yh.Shape(), yl.Shape())
+				r := s.Randn(g, yh.Shape(), Float64, CPU)
+				require.NoError(t, s.Sum(s.Mul(s.Cast(yl, Float64), r), false).Backward(nil))
+				require.NoError(t, s.Sum(s.Mul(yh, r), false).Backward(nil))
+				tol := 2e-5
+				if dt == BFloat16 {
+					tol = 2e-2
+				}
+				check := func(what string, a, b *Tensor) {
+					av, bv := s.Float64s(s.Cast(a, Float64)), s.Float64s(b)
+					require.NoError(t, s.Err())
+					top, d := 0.0, 0.0
+					for i := range bv {
+						top = max(top, math.Abs(bv[i]))
+						d = max(d, math.Abs(av[i]-bv[i]))
+					}
+					t.Logf("%s: max |fused - composition| %.2g of %.2g", what, d, top)
+					if top == 0 || d > tol*top {
+						t.Errorf("%s: fused and composed differ by %.3g (largest %.3g)", what, d, top)
+					}
+				}
+				check("value", yl, yh)
+				for i := range lo {
+					ga, err := lo[i].Grad()
+					require.NoError(t, err)
+					gb, err := hi[i].Grad()
+					require.NoError(t, err)
+					require.NotNil(t, ga, "input %d has no gradient", i)
+					check(fmt.Sprint("gradient of input ", i), s.Own(ga, nil), s.Own(gb, nil))
+				}
+			})
+		}
+	}
+}
+
+// TestFusedOpsErrors: bad shapes and dtypes are errors that name the problem.
+func TestFusedOpsErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		op         func(s *Scope) *Tensor
+	}{
+		{"rms w size", "w must be (N)", func(s *Scope) *Tensor {
+			return s.RMSNorm(s.Zeros([]int64{2, 4}, Float32, CPU), s.Zeros([]int64{3}, Float32, CPU), 1e-6)
+		}},
+		{"rms w dtype", "x's dtype", func(s *Scope) *Tensor {
+			return s.RMSNorm(s.Zeros([]int64{2, 4}, Float32, CPU), s.Zeros([]int64{4}, BFloat16, CPU), 1e-6)
+		}},
+		{"swiglu odd", "must be even", func(s *Scope) *Tensor { return s.SwiGLU(s.Zeros([]int64{2, 5}, Float32, CPU)) }},
+		{"swiglu ints", "floating", func(s *Scope) *Tensor { return s.SwiGLU(s.Zeros([]int64{2, 4}, Int64, CPU)) }},
+		{"rope tables", "(B,1,T,D)", func(s *Scope) *Tensor {
+			x := s.Zeros([]int64{1, 2, 3, 4}, Float32, CPU)
+			return s.Rope(x, s.Zeros([]int64{1, 1, 4, 4}, Float32, CPU), s.Zeros([]int64{1, 1, 4, 4}, Float32, CPU))
+		}},
+		{"attention heads", "multiple of the KV heads", func(s *Scope) *Tensor {
+			q, k := s.Zeros([]int64{1, 3, 2, 4}, Float32, CPU), s.Zeros([]int64{1, 2, 2, 4}, Float32, CPU)
+			return s.GQAAttention(q, k, k, s.Zeros([]int64{1, 2}, Float32, CPU), 0, 0.5)
+		}},
+		{"attention offset", "offset + T <= Lk", func(s *Scope) *Tensor {
+			q, k := s.Zeros([]int64{1, 2, 2, 4}, Float32, CPU), s.Zeros([]int64{1, 1, 2, 4}, Float32, CPU)
+			return s.GQAAttention(q, k, k, s.Zeros([]int64{1, 2}, Float32, CPU), 1, 0.5)
+		}},
+		{"attention bias", "kbias must be float32 (B, >= Lk)", func(s *Scope) *Tensor {
+			q, k := s.Zeros([]int64{1, 2, 2, 4}, Float32, CPU), s.Zeros([]int64{1, 1, 3, 4}, Float32, CPU)
+			return s.GQAAttention(q, k, k, s.Zeros([]int64{1, 2}, Float32, CPU), 1, 0.5)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewScope()
+			defer s.Close()
+			y := c.op(s)
+			require.Nil(t, y)
+			require.ErrorContains(t, s.Err(), c.want)
+		})
+	}
+}
