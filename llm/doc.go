@@ -16,11 +16,16 @@
 // into one weight each; [Model.Params] exposes views under the HF names and
 // [Model.Trainable] the fused tensors an optimiser updates. Training and
 // scoring ([Model.Forward], [Model.Hidden], [Model.TokenLogProbs], the
-// critic) run the family's Go code over ragen/torch ops; generation
-// (prefill into the KV cache, decode) is one C call per step into the shim
-// (internal/torch/fused), which takes the weights by role and keeps
-// decoding fast at small sizes where per-op overhead dominates. Both agree
-// to float32 rounding (TestFusedMatchesGo).
+// critic) run the family's Go code over ragen/torch ops, with RMSNorm, RoPE,
+// attention and SwiGLU as package torch's fused ops (one kernel and one
+// autograd node each; the attention works in blocks of query times and
+// keeps one float per query row for its backward, not the (B,H,T,T)
+// probabilities); generation (prefill into the KV cache, decode) is one C
+// call per step into the shim (internal/torch/fused), which takes the
+// weights by role and keeps decoding fast at small sizes where per-op
+// overhead dominates. Both agree with the same forward composed from
+// elementary ops to float32 rounding (TestFusedMatchesGo,
+// TestFusedOpsMatchReference).
 //
 // # Generation, scoring, value head, LoRA
 //
