@@ -108,24 +108,25 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 	}
 	// a random model writes no <think> block, so the step's collapse stage
 	// had nothing to score: score what it would have, apart
-	cs, err := collapseCost(c, G*N)
+	cs, cdt, err := collapseCost(c, G*N)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "collapse diagnostics at upstream's defaults, had every reply been a 400-token reasoning (both families: two %dx%d matrices, 600-token prompts, micro batch 128): %.2f s = %.1f%% of the step\n",
-		G*N, G*N, cs, 100*cs/step)
+	fmt.Fprintf(w, "collapse diagnostics at upstream's defaults, had every reply been a 400-token reasoning (both families: two %dx%d matrices, 600-token prompts, micro batch 128, compute dtype %s): %.2f s = %.1f%% of the step\n",
+		G*N, G*N, cdt, cs, 100*cs/step)
 	return nil
 }
 
 // collapseCost times the collapse scoring of n trajectories whose replies
 // are all reasoning: the first-turn and multi-turn families, each an n x n
 // cross-scoring of (prompt, reasoning) pairs by the prefix scorer the
-// trainer uses, on a float32 model of c's shape (the scorer runs in the
-// parameters' dtype whatever the training compute dtype).
-func collapseCost(c llm.Config, n int) (float64, error) {
-	m, err := llm.New(c, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1})
+// trainer uses, on a float32 model of c's shape computing in the dtype
+// `ragen train` picks (compute_dtype auto: bf16 where this CPU multiplies
+// bf16 natively at this size), as the scorer does.
+func collapseCost(c llm.Config, n int) (float64, torch.DType, error) {
+	m, err := llm.New(c, llm.Options{DType: torch.Float32, Device: torch.CPU, Seed: 1, AutoCompute: true})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer m.Close()
 	prompts := llmbench.Prompts(n, 600, c.VocabSize, 1)
@@ -134,8 +135,8 @@ func collapseCost(c llm.Config, n int) (float64, error) {
 	t0 := time.Now()
 	for range 2 { // first-turn and multi-turn families
 		if _, _, err := collapse.CrossScores(context.Background(), sc, prompts, reasoning, 128, 1); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return time.Since(t0).Seconds(), nil
+	return time.Since(t0).Seconds(), m.ComputeDType(), nil
 }

@@ -483,6 +483,30 @@ func (m *Model) weights(withHead bool) *fused.Weights {
 	return w
 }
 
+// computeWeights is weights(false) and the LM head in the compute dtype:
+// casts made in s where it differs from the parameters' dtype (mixed
+// precision), the parameters themselves otherwise.
+func (m *Model) computeWeights(s *torch.Scope) (*fused.Weights, *torch.Tensor) {
+	w, head := m.weights(false), m.computeHead(s)
+	dt := m.ComputeDType()
+	if dt == m.opt.DType {
+		return w, head
+	}
+	if m.head == nil {
+		w.Embed = head // tied: one cast serves both
+	} else {
+		w.Embed = s.Cast(m.embed, dt)
+	}
+	w.Norm = s.Cast(m.norm, dt)
+	for i := range m.layers {
+		w.Layers[i] = fusedLayers([]layer{*castLayer(s, &m.layers[i], dt)})[0]
+	}
+	for i := range w.LoRA {
+		w.LoRA[i] = *castLoRA(s, &m.lora.layers[i], dt)
+	}
+	return w, head
+}
+
 func (m *Model) shape() fused.Shape {
 	return fused.Shape{Heads: m.cfg.NumAttentionHeads, KVHeads: m.cfg.NumKeyValueHeads,
 		HeadDim: m.cfg.HeadDimension(), Eps: m.cfg.RMSNormEps}

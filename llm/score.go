@@ -75,8 +75,10 @@ func (m *Model) ScoreSequences(ctx context.Context, seqs [][]int, tokenBudget in
 // sampled prompt (64 x 64 pairs per family at upstream's defaults), and
 // prompts are several times longer than reasonings, so where Scorer runs
 // rows x columns x (prompt + reasoning) tokens this runs columns x prompt +
-// rows x columns x reasoning tokens. Scores equal Scorer's to float32
-// rounding (TestPrefixScorerMatchesScorer).
+// rows x columns x reasoning tokens. It computes in the model's compute
+// dtype (bf16 under mixed precision, as the actor's log-probs are), with
+// the weights cast once per call. Scores equal Scorer's to the compute
+// dtype's rounding (TestPrefixScorerMatchesScorer).
 type PrefixScorer struct {
 	M           *Model
 	MicroBatch  int     // reasonings per forward pass (continuations of one prompt)
@@ -123,13 +125,22 @@ func (sc *PrefixScorer) ScoreReasoning(ctx context.Context, pairs []collapse.Pai
 		}
 		groups[k] = append(groups[k], i)
 	}
+	// the weights in the compute dtype, cast once for all groups (mixed
+	// precision scores as the actor's log-probs are computed)
+	ws := torch.NewScope()
+	defer ws.Close()
+	var w *fused.Weights
+	var head *torch.Tensor
+	if err := torch.NoGrad(func() error { w, head = sc.M.computeWeights(ws); return ws.Err() }); err != nil {
+		return nil, fmt.Errorf("llm: prefix scorer: %w", err)
+	}
 	for _, k := range order {
 		idx := groups[k]
 		for lo := 0; lo < len(idx); lo += mb {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("llm: prefix scorer: %w", err)
 			}
-			if err := sc.scoreGroup(pairs, idx[lo:min(lo+mb, len(idx))], temp, out); err != nil {
+			if err := sc.scoreGroup(pairs, idx[lo:min(lo+mb, len(idx))], temp, w, head, out); err != nil {
 				return nil, fmt.Errorf("llm: prefix scorer: %w", err)
 			}
 		}
@@ -150,7 +161,8 @@ func promptKey(p []int) string {
 // one row per reasoning, one forward of the padded reasonings at cache
 // position len(prompt), and the chunked head log-probs of the hidden states
 // (the prompt's last state predicts each reasoning's first token).
-func (sc *PrefixScorer) scoreGroup(pairs []collapse.Pair, idx []int, temp float64, out []collapse.Score) error {
+func (sc *PrefixScorer) scoreGroup(pairs []collapse.Pair, idx []int, temp float64, w *fused.Weights, head *torch.Tensor,
+	out []collapse.Score) error {
 	m := sc.M
 	prompt := pairs[idx[0]].Prompt
 	P, Z, n := len(prompt), 0, len(idx)
@@ -175,7 +187,7 @@ func (sc *PrefixScorer) scoreGroup(pairs []collapse.Pair, idx []int, temp float6
 		KV, D := int64(m.cfg.NumKeyValueHeads), int64(m.cfg.HeadDimension())
 		caches := make([]*torch.Tensor, 2*len(m.layers))
 		for i := range caches {
-			caches[i] = s.Zeros([]int64{1, KV, int64(L), D}, m.opt.DType, dev)
+			caches[i] = s.Zeros([]int64{1, KV, int64(L), D}, m.ComputeDType(), dev)
 		}
 		pid, ppos, patt := make([]int64, P), make([]int64, P), make([]int64, L)
 		for t, v := range prompt {
@@ -184,7 +196,7 @@ func (sc *PrefixScorer) scoreGroup(pairs []collapse.Pair, idx []int, temp float6
 		for t := range patt {
 			patt[t] = 1
 		}
-		w, sh := m.weights(false), m.shape()
+		sh := m.shape()
 		last := fused.Forward(s, w, sh, fused.ForwardArgs{IDs: upload(pid, 1, int64(P)), Pos: upload(ppos, 1, int64(P)),
 			Cos: m.cos, Sin: m.sin, KeyBias: s.KeyBias(upload(patt, 1, int64(L))), KV: caches, CachePos: 0,
 			LastOnly: true, NoGrad: true}) // (1,1,E)
@@ -215,10 +227,6 @@ func (sc *PrefixScorer) scoreGroup(pairs []collapse.Pair, idx []int, temp float6
 		}
 		E := hz.Size(2)
 		h := s.Cat([]*torch.Tensor{s.Expand(last, int64(n), 1, E), hz}, 1)
-		head := m.head
-		if head == nil {
-			head = m.embed
-		}
 		chunk := int64(logProbChunkElems) / max(1, int64(n)*int64(m.cfg.VocabSize))
 		lp, _ := s.HeadLogProbs(h, head, upload(ids, int64(n), int64(Z+1)), temp, false, max(chunk, 1))
 		vals := s.Float32s(lp)

@@ -52,4 +52,27 @@ func TestPrefixScorerMatchesScorer(t *testing.T) {
 	if _, err := NewPrefixScorer(m, 2, 1).ScoreReasoning(context.Background(), []collapse.Pair{{Reasoning: []int{1}}}); err == nil {
 		t.Fatal("empty prompt: no error")
 	}
+	// bf16 mixed precision: both score in the compute dtype, so they agree
+	// to bf16 rounding and differ from float32's sums
+	prev := m.opt.ComputeDType
+	m.opt.ComputeDType = torch.BFloat16
+	defer func() { m.opt.ComputeDType = prev }()
+	wantBF, err := NewScorerTemperature(m, 4, 0.7).ScoreReasoning(context.Background(), pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewPrefixScorer(m, 3, 0.7).ScoreReasoning(context.Background(), pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0.0
+	for i := range want {
+		moved = max(moved, math.Abs(got[i].SumLogProb-want[i].SumLogProb))
+		if d := math.Abs(got[i].SumLogProb - wantBF[i].SumLogProb); d > 0.02*math.Abs(wantBF[i].SumLogProb)+0.02 {
+			t.Errorf("bf16 pair %d: prefix scorer %g, plain scorer %g", i, got[i].SumLogProb, wantBF[i].SumLogProb)
+		}
+	}
+	if moved == 0 {
+		t.Error("bf16 prefix scores equal float32's: the scorer did not compute in the compute dtype")
+	}
 }
