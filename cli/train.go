@@ -146,7 +146,7 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 			return nil, err
 		}
 		if mo := j.model.Options(); opt.AutoCompute && j.model.ComputeDType() != mo.DType {
-			fmt.Fprintf(os.Stderr, "ragen: mixed precision: the training forward computes in %s on %s master weights (compute_dtype auto: %s; +actor_rollout_ref.model.compute_dtype=%s keeps %s)\n",
+			fmt.Fprintf(os.Stderr, "ragen: mixed precision: training, scoring and generation compute in %s on %s master weights (compute_dtype auto: %s; +actor_rollout_ref.model.compute_dtype=%s keeps %s)\n",
 				j.model.ComputeDType(), mo.DType, autoComputeWhy(mo), mo.DType, mo.DType)
 		}
 	}

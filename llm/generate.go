@@ -60,7 +60,9 @@ type seqState struct {
 // dropped from the batch once half of them are done. Sampling uses a
 // generator seeded with opt.Seed, so a call is reproducible for the same
 // prompts and options. tok may be nil when no text, EOS or stop strings are
-// wanted.
+// wanted. Under bf16 mixed precision (Options.ComputeDType) it computes in
+// bf16, with bf16 copies of the weights made once per call and bf16 KV
+// caches, as veRL's rollouts run in bf16; otherwise in the parameters' dtype.
 func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [][]int, opt GenOptions) ([]GenResult, error) {
 	if len(prompts) == 0 {
 		return nil, nil
@@ -171,9 +173,12 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	kbias := s.KeyBias(attn)
 	D := int64(m.cfg.HeadDimension())
 	KV := int64(m.cfg.NumKeyValueHeads)
+	// generation computes in bf16 under bf16 mixed precision (weights cast
+	// once per call, activations, KV caches), as veRL's rollouts; in the
+	// parameters' dtype otherwise (genDType)
 	caches := make([]*torch.Tensor, 2*len(m.layers))
 	for i := range caches {
-		caches[i] = s.Zeros([]int64{int64(B), KV, int64(L), D}, m.opt.DType, dev)
+		caches[i] = s.Zeros([]int64{int64(B), KV, int64(L), D}, m.genDType(), dev)
 	}
 	if err := s.Err(); err != nil {
 		return fmt.Errorf("llm: generate: %w", err)
@@ -199,7 +204,15 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 			}
 		}
 	}
-	w := m.weights(true)
+	var w *fused.Weights
+	if err := torch.NoGrad(func() error {
+		var head *torch.Tensor
+		w, head = m.weightsIn(s, m.genDType())
+		w.Head = head
+		return s.Err()
+	}); err != nil {
+		return fmt.Errorf("llm: generate: %w", err)
+	}
 	sh := m.shape()
 	cur := torch.NewScope()
 	defer func() { cur.Close() }()

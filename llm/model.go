@@ -23,7 +23,9 @@ type Options struct {
 	// training and scoring forward (and so the backward) compute on copies
 	// of the weights in that dtype, made at every forward, while the
 	// parameters, their gradients and the optimizer state stay in DType (the
-	// master weights). Generation keeps DType. Any other value: no mixing.
+	// master weights). Generation computes in bf16 too (bf16 copies made
+	// once per Generate call, bf16 KV caches), as veRL's rollouts; with
+	// Float16 it keeps DType. Any other value: no mixing.
 	ComputeDType torch.DType
 	// AutoCompute, when set, replaces ComputeDType by AutoComputeDType's
 	// choice for the model's size and device when the model is built (New,
@@ -483,15 +485,33 @@ func (m *Model) weights(withHead bool) *fused.Weights {
 	return w
 }
 
-// computeWeights is weights(false) and the LM head in the compute dtype:
-// casts made in s where it differs from the parameters' dtype (mixed
-// precision), the parameters themselves otherwise.
+// computeWeights is weightsIn the compute dtype.
 func (m *Model) computeWeights(s *torch.Scope) (*fused.Weights, *torch.Tensor) {
-	w, head := m.weights(false), m.computeHead(s)
-	dt := m.ComputeDType()
+	return m.weightsIn(s, m.ComputeDType())
+}
+
+// genDType is the dtype generation computes in: the compute dtype when it
+// is bf16 (veRL's rollout dtype), else the parameters' (a float16 rollout
+// risks overflow, and CPU libtorch has no float16 matmul).
+func (m *Model) genDType() torch.DType {
+	if dt := m.ComputeDType(); dt == torch.BFloat16 {
+		return dt
+	}
+	return m.opt.DType
+}
+
+// weightsIn is weights(false) and the LM head in dt: casts made in s where
+// dt differs from the parameters' dtype (mixed precision), the parameters
+// themselves otherwise.
+func (m *Model) weightsIn(s *torch.Scope, dt torch.DType) (*fused.Weights, *torch.Tensor) {
+	w, head := m.weights(false), m.head
+	if head == nil {
+		head = m.embed
+	}
 	if dt == m.opt.DType {
 		return w, head
 	}
+	head = s.Cast(head, dt)
 	if m.head == nil {
 		w.Embed = head // tied: one cast serves both
 	} else {

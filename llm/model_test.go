@@ -585,6 +585,45 @@ func TestGenerateBFloat16(t *testing.T) {
 	}
 }
 
+// Under bf16 mixed precision generation computes in bf16 (weights cast per
+// call, bf16 KV caches): greedy decoding with the cache equals greedy
+// recomputation by the mixed-precision forward, and its log-probs are bf16's,
+// close to but not float32's.
+func TestGenerateMixedPrecision(t *testing.T) {
+	m := tinyModel(t, 33, false)
+	defer m.Close()
+	prompts := [][]int{{1, 2, 3, 4, 5, 6, 7, 8}, {9, 10}}
+	opt := GenOptions{MaxNewTokens: 8, IgnoreEOS: true}
+	f32, err := m.Generate(context.Background(), nil, prompts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.opt.ComputeDType = torch.BFloat16
+	res, err := m.Generate(context.Background(), nil, prompts, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0.0
+	for i, r := range res {
+		if want := recomputeGreedy(t, m, prompts[i], 8); fmt.Sprint(want) != fmt.Sprint(r.IDs) {
+			t.Errorf("prompt %d: bf16 cache %v, bf16 recompute %v", i, r.IDs, want)
+		}
+		for j := range min(len(r.LogProbs), len(f32[i].LogProbs)) {
+			if r.IDs[j] != f32[i].IDs[j] {
+				break
+			}
+			d := math.Abs(r.LogProbs[j] - f32[i].LogProbs[j])
+			moved = max(moved, d)
+			if d > 0.1 {
+				t.Errorf("prompt %d token %d: bf16 log-prob %g, float32 %g", i, j, r.LogProbs[j], f32[i].LogProbs[j])
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("bf16 generation gave float32's log-probs: it did not compute in bf16")
+	}
+}
+
 func TestStreamBatched(t *testing.T) {
 	m := tinyModel(t, 32, false)
 	defer m.Close()

@@ -39,6 +39,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "shim.h"
@@ -175,9 +176,25 @@ bool cpu_has_avx512() {
   return ok;
 }
 
-template <int MT, int NT>
+// 16 weights as float32: float loads as is; bfloat16 (raw uint16) widens
+// (a bf16 is the high half of a float32), so bf16 weights stream half the
+// bytes of float32 ones.
+template <class WT>
+__attribute__((target("avx512f"), always_inline)) inline __m512 ldw16(const WT* p);
+template <>
+__attribute__((target("avx512f"), always_inline)) inline __m512 ldw16<float>(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+template <>
+__attribute__((target("avx512f"), always_inline)) inline __m512 ldw16<uint16_t>(const uint16_t* p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// WT float: any K (masked tail); WT uint16_t (bf16): K a multiple of 16.
+template <class WT, int MT, int NT>
 __attribute__((target("avx512f"), optimize("O3"), always_inline)) inline void tile512(
-    const float* x, int64_t K, const float* w, const float* b, float* y, int64_t N, int64_t m0, int64_t n0) {
+    const float* x, int64_t K, const WT* w, const float* b, float* y, int64_t N, int64_t m0, int64_t n0) {
   __m512 acc[MT][NT];
   for (int i = 0; i < MT; i++)
     for (int j = 0; j < NT; j++) acc[i][j] = _mm512_setzero_ps();
@@ -186,45 +203,48 @@ __attribute__((target("avx512f"), optimize("O3"), always_inline)) inline void ti
   for (; k < K16; k += 16) {
     __m512 wv[NT];
     for (int j = 0; j < NT; j++) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (n0 + j) * K + k + 256), _MM_HINT_T0);
-      wv[j] = _mm512_loadu_ps(w + (n0 + j) * K + k);
+      _mm_prefetch(reinterpret_cast<const char*>(w + (n0 + j) * K + k) + 1024, _MM_HINT_T0);
+      wv[j] = ldw16<WT>(w + (n0 + j) * K + k);
     }
     for (int i = 0; i < MT; i++) {
       __m512 xv = _mm512_loadu_ps(x + (m0 + i) * K + k);
       for (int j = 0; j < NT; j++) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
-  if (k < K) {
-    const __mmask16 mk = static_cast<__mmask16>((1u << (K - k)) - 1);
-    __m512 wv[NT];
-    for (int j = 0; j < NT; j++) wv[j] = _mm512_maskz_loadu_ps(mk, w + (n0 + j) * K + k);
-    for (int i = 0; i < MT; i++) {
-      __m512 xv = _mm512_maskz_loadu_ps(mk, x + (m0 + i) * K + k);
-      for (int j = 0; j < NT; j++) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+  if constexpr (std::is_same<WT, float>::value) {
+    if (k < K) {
+      const __mmask16 mk = static_cast<__mmask16>((1u << (K - k)) - 1);
+      __m512 wv[NT];
+      for (int j = 0; j < NT; j++) wv[j] = _mm512_maskz_loadu_ps(mk, w + (n0 + j) * K + k);
+      for (int i = 0; i < MT; i++) {
+        __m512 xv = _mm512_maskz_loadu_ps(mk, x + (m0 + i) * K + k);
+        for (int j = 0; j < NT; j++) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+      }
     }
   }
   for (int i = 0; i < MT; i++)
     for (int j = 0; j < NT; j++) y[(m0 + i) * N + n0 + j] = _mm512_reduce_add_ps(acc[i][j]) + (b ? b[n0 + j] : 0.f);
 }
 
-template <int NT>
+template <class WT, int NT>
 __attribute__((target("avx512f"), optimize("O3"))) void tile512_col(const float* x, int64_t M, int64_t K,
-                                                                      const float* w, const float* b, float* y,
+                                                                      const WT* w, const float* b, float* y,
                                                                       int64_t N, int64_t n0) {
   int64_t m = 0;
-  for (; m + 4 <= M; m += 4) tile512<4, NT>(x, K, w, b, y, N, m, n0);
+  for (; m + 4 <= M; m += 4) tile512<WT, 4, NT>(x, K, w, b, y, N, m, n0);
   switch (M - m) {
-    case 3: tile512<3, NT>(x, K, w, b, y, N, m, n0); break;
-    case 2: tile512<2, NT>(x, K, w, b, y, N, m, n0); break;
-    case 1: tile512<1, NT>(x, K, w, b, y, N, m, n0); break;
+    case 3: tile512<WT, 3, NT>(x, K, w, b, y, N, m, n0); break;
+    case 2: tile512<WT, 2, NT>(x, K, w, b, y, N, m, n0); break;
+    case 1: tile512<WT, 1, NT>(x, K, w, b, y, N, m, n0); break;
   }
 }
 
-void skinny_rows512(const float* x, int64_t M, int64_t K, const float* w, const float* b, float* y, int64_t N,
+template <class WT>
+void skinny_rows512(const float* x, int64_t M, int64_t K, const WT* w, const float* b, float* y, int64_t N,
                     int64_t n0, int64_t n1) {
   int64_t n = n0;
-  for (; n + 6 <= n1; n += 6) tile512_col<6>(x, M, K, w, b, y, N, n);
-  for (; n < n1; n++) tile512_col<1>(x, M, K, w, b, y, N, n);
+  for (; n + 6 <= n1; n += 6) tile512_col<WT, 6>(x, M, K, w, b, y, N, n);
+  for (; n < n1; n++) tile512_col<WT, 1>(x, M, K, w, b, y, N, n);
 }
 
 constexpr int64_t kSkinnyMaxRows = 16;
@@ -235,8 +255,37 @@ bool skinny_ok(const at::Tensor& x, const at::Tensor& w) {
          x.numel() / std::max<int64_t>(x.size(-1), 1) <= kSkinnyMaxRows && !c10::GradMode::is_enabled();
 }
 
+// The bf16 form (generation in a bf16 compute dtype): bf16 x and weights
+// on a CPU with AVX-512, K a multiple of 16; x and the bias are widened to
+// float32, the products summed in float32 and the output rounded to bf16.
+bool skinny_bf16_ok(const at::Tensor& x, const at::Tensor& w) {
+  return cpu_has_avx512() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kBFloat16 &&
+         w.scalar_type() == at::kBFloat16 && w.dim() == 2 && w.is_contiguous() && x.size(-1) == w.size(1) &&
+         w.size(1) % 16 == 0 && x.numel() / std::max<int64_t>(x.size(-1), 1) <= kSkinnyMaxRows &&
+         !c10::GradMode::is_enabled();
+}
+
+at::Tensor dec_linear_bf16(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const int64_t K = w.size(1), N = w.size(0);
+  at::Tensor xf = x.to(at::kFloat).contiguous();
+  at::Tensor bf = b.defined() ? b.to(at::kFloat).contiguous() : at::Tensor();
+  const int64_t M = xf.numel() / K;
+  std::vector<int64_t> sh = x.sizes().vec();
+  sh.back() = N;
+  at::Tensor y = at::empty(sh, xf.options());
+  const float* xp = xf.data_ptr<float>();
+  const uint16_t* wp = reinterpret_cast<const uint16_t*>(w.data_ptr());
+  const float* bp = bf.defined() ? bf.data_ptr<float>() : nullptr;
+  float* yp = y.data_ptr<float>();
+  at::parallel_for(0, (N + 47) / 48, 1, [&](int64_t lo, int64_t hi) {
+    skinny_rows512<uint16_t>(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
+  });
+  return y.to(at::kBFloat16);
+}
+
 // linear for the decode path: skinny kernel when it applies, else at::linear.
 at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  if (skinny_bf16_ok(x, w) && (!b.defined() || b.scalar_type() == at::kBFloat16)) return dec_linear_bf16(x, w, b);
   if (!skinny_ok(x, w) || (b.defined() && (b.scalar_type() != at::kFloat || !b.is_contiguous()))) {
     return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
   }
@@ -254,31 +303,47 @@ at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor
   const bool wide = cpu_has_avx512();
   at::parallel_for(0, (N + 47) / 48, 1, [&](int64_t lo, int64_t hi) {
     if (wide)
-      skinny_rows512(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
+      skinny_rows512<float>(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
     else
       skinny_rows(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
   });
   return y;
 }
 
+// 8 cache entries as float32: float as is, bfloat16 (raw uint16) widened.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 ld8(const float* p) { return _mm256_loadu_ps(p); }
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 ld8(const uint16_t* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline float ld1(const float* p) { return *p; }
+inline float ld1(const uint16_t* p) {
+  uint32_t u = uint32_t(*p) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 // One decode step of attention for query heads [h0,h1) of batch row b.
-// q: (B,H,D) contiguous; K,V caches (B,KV,Lmax,D) contiguous; bias row (Lk).
-__attribute__((target("avx2,fma"))) void attend_rows(const float* q, const float* kc, const float* vc,
+// q: (B,H,D) contiguous float32; K,V caches (B,KV,Lmax,D) contiguous, float32
+// or bfloat16 (CT uint16_t); bias row (Lk).
+template <class CT>
+__attribute__((target("avx2,fma"))) void attend_rows(const float* q, const CT* kc, const CT* vc,
                                                      const float* bias, float* out, int64_t H, int64_t KV,
                                                      int64_t Lmax, int64_t Lk, int64_t D, float scale,
                                                      int64_t b, int64_t h, float* sc) {
   const int64_t G = H / KV, kv = h / G;
   const float* qv = q + (b * H + h) * D;
-  const float* K = kc + (b * KV + kv) * Lmax * D;
-  const float* V = vc + (b * KV + kv) * Lmax * D;
+  const CT* K = kc + (b * KV + kv) * Lmax * D;
+  const CT* V = vc + (b * KV + kv) * Lmax * D;
   const int64_t D8 = D & ~int64_t(7);
   float mx = -std::numeric_limits<float>::infinity();
   for (int64_t l = 0; l < Lk; l++) {
-    const float* kr = K + l * D;
+    const CT* kr = K + l * D;
     __m256 a = _mm256_setzero_ps();
-    for (int64_t d = 0; d < D8; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(qv + d), _mm256_loadu_ps(kr + d), a);
+    for (int64_t d = 0; d < D8; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(qv + d), ld8(kr + d), a);
     float s = hsum(a);
-    for (int64_t d = D8; d < D; d++) s += qv[d] * kr[d];
+    for (int64_t d = D8; d < D; d++) s += qv[d] * ld1(kr + d);
     s = s * scale + bias[l];
     s = std::max(s, std::numeric_limits<float>::lowest());
     sc[l] = s;
@@ -301,37 +366,45 @@ __attribute__((target("avx2,fma"))) void attend_rows(const float* q, const float
   for (int64_t d = 0; d < D; d++) o[d] = 0.f;
   for (int64_t l = 0; l < Lk; l++) {
     const float p = sc[l] * inv;
-    const float* vr = V + l * D;
+    const CT* vr = V + l * D;
     __m256 pv = _mm256_set1_ps(p);
     for (int64_t d = 0; d < D8; d += 8)
-      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pv, _mm256_loadu_ps(vr + d), _mm256_loadu_ps(o + d)));
-    for (int64_t d = D8; d < D; d++) o[d] += p * vr[d];
+      _mm256_storeu_ps(o + d, _mm256_fmadd_ps(pv, ld8(vr + d), _mm256_loadu_ps(o + d)));
+    for (int64_t d = D8; d < D; d++) o[d] += p * ld1(vr + d);
   }
 }
 
-// q (B,H,1,D) any layout; caches contiguous (B,KV,Lmax,D); kbias (B, >=Lk) float.
-// Returns (B,H,1,D).
+// q (B,H,1,D) any layout; caches contiguous (B,KV,Lmax,D) of q's dtype,
+// float32 or bfloat16 (q is widened, the output rounded back); kbias
+// (B, >=Lk) float. Returns (B,H,1,D).
 at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& kbias,
                             int64_t Lk, double scale) {
   const int64_t B = q.size(0), H = q.size(1), D = q.size(3), KV = kc.size(1), Lmax = kc.size(2);
-  at::Tensor qc = q.contiguous();
+  at::Tensor qc = q.to(at::kFloat).contiguous();
   at::Tensor bc = kbias.narrow(1, 0, Lk).contiguous();
-  at::Tensor out = at::empty({B, H, 1, D}, q.options());
-  const float *qp = qc.data_ptr<float>(), *kp = kc.data_ptr<float>(), *vp = vc.data_ptr<float>(),
-              *bp = bc.data_ptr<float>();
+  at::Tensor out = at::empty({B, H, 1, D}, qc.options());
+  const float *qp = qc.data_ptr<float>(), *bp = bc.data_ptr<float>();
   float* op = out.data_ptr<float>();
+  const bool bf = kc.scalar_type() == at::kBFloat16;
   at::parallel_for(0, B * H, 1, [&](int64_t lo, int64_t hi) {
     std::vector<float> sc((size_t)Lk);
-    for (int64_t i = lo; i < hi; i++)
-      attend_rows(qp, kp, vp, bp + (i / H) * Lk, op, H, KV, Lmax, Lk, D, (float)scale, i / H, i % H, sc.data());
+    for (int64_t i = lo; i < hi; i++) {
+      if (bf)
+        attend_rows(qp, reinterpret_cast<const uint16_t*>(kc.data_ptr()), reinterpret_cast<const uint16_t*>(vc.data_ptr()),
+                    bp + (i / H) * Lk, op, H, KV, Lmax, Lk, D, (float)scale, i / H, i % H, sc.data());
+      else
+        attend_rows(qp, kc.data_ptr<float>(), vc.data_ptr<float>(), bp + (i / H) * Lk, op, H, KV, Lmax, Lk, D,
+                    (float)scale, i / H, i % H, sc.data());
+    }
   });
-  return out;
+  return bf ? out.to(at::kBFloat16) : out;
 }
 
 bool decode_attention_ok(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& kb) {
-  return cpu_has_avx2() && q.device().is_cpu() && q.scalar_type() == at::kFloat && kc.scalar_type() == at::kFloat &&
-         vc.scalar_type() == at::kFloat && kb.scalar_type() == at::kFloat && kc.is_contiguous() && vc.is_contiguous() &&
-         q.size(2) == 1 && !c10::GradMode::is_enabled();
+  const at::ScalarType st = q.scalar_type();
+  return cpu_has_avx2() && q.device().is_cpu() && (st == at::kFloat || st == at::kBFloat16) &&
+         kc.scalar_type() == st && vc.scalar_type() == st && kb.scalar_type() == at::kFloat && kc.is_contiguous() &&
+         vc.is_contiguous() && q.size(2) == 1 && !c10::GradMode::is_enabled();
 }
 
 // Per-token log-probs from logits chunks. logits_at(t0, n) returns the
