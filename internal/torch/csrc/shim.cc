@@ -111,6 +111,7 @@
 #include <vector>
 
 #include "shim.h"
+#include "op_errors.hpp"
 #include "tensor_impl.hpp"
 #include "cpu_kernels.hpp"
 
@@ -126,16 +127,6 @@ static inline void sync_threads() {
     at::set_num_threads(n);
     t_threads = n;
   }
-}
-
-static tt_err dup_err(const char* op, const char* msg) {
-  size_t a = strlen(op), b = strlen(msg);
-  char* s = (char*)malloc(a + b + 3);
-  memcpy(s, op, a);
-  s[a] = ':';
-  s[a + 1] = ' ';
-  memcpy(s + a + 2, msg, b + 1);
-  return s;
 }
 
 tt_tensor_s* tt_counted(at::Tensor t) {
@@ -155,13 +146,13 @@ struct tt_gen_s {
     sync_threads();
 #define TT_CATCH                                                                          \
   }                                                                                       \
-  catch (const c10::Error& e) { return dup_err(tt_op, e.what_without_backtrace()); }      \
-  catch (const std::exception& e) { return dup_err(tt_op, e.what()); }                    \
-  catch (...) { return dup_err(tt_op, "unknown C++ exception"); }                         \
+  catch (const c10::Error& e) { return op_err(tt_op, e.what_without_backtrace()); }      \
+  catch (const std::exception& e) { return op_err(tt_op, e.what()); }                    \
+  catch (...) { return op_err(tt_op, "unknown C++ exception"); }                         \
   return nullptr;
 
 #define NEED(cond, msg) \
-  if (!(cond)) return dup_err(tt_op, msg);
+  if (!(cond)) return op_err(tt_op, msg);
 
 // Ops on at least TT_BIG elements open an OpenMP region (ATen's grain size).
 // Off the torch thread, while it serves, such an op returns the tt_deferred
@@ -322,7 +313,7 @@ tt_err tt_gen_new(uint64_t seed, int device, tt_gen* out) {
     g.set_current_seed(seed);
     *out = new tt_gen_s{g};
 #else
-    return dup_err(tt_op, "this build has no CUDA support");
+    return op_err(tt_op, "this build has no CUDA support");
 #endif
   }
   TT_CATCH
@@ -385,7 +376,7 @@ tt_err tt_unary(int op, tt_tensor a, tt_tensor* out) {
     case TT_ISNAN: r = at::isnan(x); break;
     case TT_LOG1P: r = at::log1p(x); break;
     case TT_FLOOR: r = at::floor(x); break;
-    default: return dup_err(tt_op, "unknown op code");
+    default: return op_err(tt_op, "unknown op code");
   }
   *out = wrap(std::move(r));
   TT_CATCH
@@ -418,7 +409,7 @@ tt_err tt_binary(int op, tt_tensor a, tt_tensor b, tt_tensor* out) {
     case TT_BMM: r = at::bmm(x, y); break;
     case TT_LOGICAL_AND: r = at::logical_and(x, y); break;
     case TT_LOGICAL_OR: r = at::logical_or(x, y); break;
-    default: return dup_err(tt_op, "unknown op code");
+    default: return op_err(tt_op, "unknown op code");
   }
   *out = wrap(std::move(r));
   TT_CATCH
@@ -451,7 +442,7 @@ tt_err tt_scalar(int op, tt_tensor a, double s, tt_tensor* out) {
     case TT_GE_S: r = at::ge(x, v); break;
     case TT_MINIMUM_S: r = at::clamp(x, c10::optional<at::Scalar>(), c10::optional<at::Scalar>(v)); break;
     case TT_MAXIMUM_S: r = at::clamp(x, c10::optional<at::Scalar>(v), c10::optional<at::Scalar>()); break;
-    default: return dup_err(tt_op, "unknown op code");
+    default: return op_err(tt_op, "unknown op code");
   }
   *out = wrap(std::move(r));
   TT_CATCH
@@ -494,7 +485,7 @@ tt_err tt_reduce(int op, tt_tensor a, const int64_t* dims, int ndims, int keepdi
         r = op == TT_PROD ? at::prod(x, all[0], kd) : op == TT_ANY ? at::any(x, all[0], kd) : at::all(x, all[0], kd);
       }
       break;
-    default: return dup_err(tt_op, "unknown op code");
+    default: return op_err(tt_op, "unknown op code");
   }
   *out = wrap(std::move(r));
   TT_CATCH

@@ -192,6 +192,8 @@ const char* tt_version(void);
 #endif
 
 /* ---- llm: fused decoder ops (shim_llm.cc; owned by package llm) ---- */
+#ifndef RAGEN_TORCH_SHIM_LLM_H
+#define RAGEN_TORCH_SHIM_LLM_H
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -244,3 +246,4 @@ tt_err tt_llm_ckpt_layer(tt_tensor x, const tt_tensor* w, const tt_tensor* lora,
 }
 #endif
 /* ---- end llm checkpoint ---- */
+#endif /* RAGEN_TORCH_SHIM_LLM_H */

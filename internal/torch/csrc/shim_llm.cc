@@ -45,6 +45,7 @@
 #include "shim.h"
 #include "tensor_impl.hpp"
 #include "cpu_kernels.hpp"
+#include "op_errors.hpp"
 #include "train_ops.hpp"
 
 // Same definition as in shim.cc (one definition per the ODR).
@@ -58,16 +59,6 @@ using tt_cpu::cpu_has_avx2;
 using tt_cpu::exp256;
 using tt_cpu::hsum;
 using tt_cpu::isa_allows;
-
-tt_err llm_err(const char* op, const char* msg) {
-  size_t a = strlen(op), b = strlen(msg);
-  char* s = (char*)malloc(a + b + 3);
-  memcpy(s, op, a);
-  s[a] = ':';
-  s[a + 1] = ' ';
-  memcpy(s + a + 2, msg, b + 1);
-  return s;
-}
 
 tt_tensor wrap(at::Tensor t) { return tt_counted(std::move(t)); }
 
@@ -433,42 +424,28 @@ void token_logprobs(F logits_at, const at::Tensor& I, int64_t B, int64_t T, cons
 
 }  // namespace
 
-// tt_get_num_threads applies the process-wide thread count on this OS thread.
-#define LLM_TRY(opname)       \
-  const char* tt_op = opname; \
-  tt_get_num_threads();       \
-  try {
-#define LLM_CATCH                                                                       \
-  }                                                                                     \
-  catch (const c10::Error& e) { return llm_err(tt_op, e.what_without_backtrace()); }    \
-  catch (const std::exception& e) { return llm_err(tt_op, e.what()); }                  \
-  catch (...) { return llm_err(tt_op, "unknown C++ exception"); }                       \
-  return nullptr;
-#define LLM_NEED(cond, msg) \
-  if (!(cond)) return llm_err(tt_op, msg);
-
 extern "C" {
 
 tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, double lora_scale, int n_heads,
                       int n_kv, int head_dim, double eps, tt_tensor ids, tt_tensor pos, tt_tensor cos_table,
                       tt_tensor sin_table, tt_tensor kbias, const tt_tensor* kv, int64_t cache_pos, int last_only,
                       int no_grad, tt_tensor* out) {
-  LLM_TRY("llm_forward")
-  LLM_NEED(w && ids && pos && cos_table && sin_table && kbias && w[0] && w[1 + TT_LLM_ROLES * n_layers], "missing input");
+  OP_TRY("llm_forward")
+  OP_NEED(w && ids && pos && cos_table && sin_table && kbias && w[0] && w[1 + TT_LLM_ROLES * n_layers], "missing input");
   for (int li = 0; li < n_layers; li++)
     for (int r : {TT_LLM_LN1, TT_LLM_QKV, TT_LLM_O, TT_LLM_LN2, TT_LLM_GATE_UP, TT_LLM_DOWN})
-      LLM_NEED(w[1 + TT_LLM_ROLES * li + r], "a layer lacks a required weight (ln1, qkv, o, ln2, gate_up or down)");
-  LLM_NEED(n_layers >= 0 && n_heads > 0 && n_kv > 0 && head_dim > 0 && n_heads % n_kv == 0, "bad shape config");
+      OP_NEED(w[1 + TT_LLM_ROLES * li + r], "a layer lacks a required weight (ln1, qkv, o, ln2, gate_up or down)");
+  OP_NEED(n_layers >= 0 && n_heads > 0 && n_kv > 0 && head_dim > 0 && n_heads % n_kv == 0, "bad shape config");
   // inference mode skips autograd and version-counter bookkeeping per op
   c10::optional<c10::InferenceMode> im;
   if (no_grad) im.emplace();
   const at::Tensor& I = ids->t;
-  LLM_NEED(I.dim() == 2, "ids must be (B,T)");
-  LLM_NEED(pos->t.sizes() == I.sizes(), "positions must have the shape of ids");
+  OP_NEED(I.dim() == 2, "ids must be (B,T)");
+  OP_NEED(pos->t.sizes() == I.sizes(), "positions must have the shape of ids");
   const int64_t B = I.size(0), T = I.size(1);
   const int64_t H = n_heads, KV = n_kv, D = head_dim;
   const int64_t Lk = kv ? cache_pos + T : T;
-  LLM_NEED(kbias->t.dim() == 2 && kbias->t.size(0) == B && kbias->t.size(1) >= Lk,
+  OP_NEED(kbias->t.dim() == 2 && kbias->t.size(0) == B && kbias->t.size(1) >= Lk,
            "key bias must be (B, >= cache_pos+T)");
   LoRA lo{lora, lora_scale};
 
@@ -537,54 +514,54 @@ tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, d
   tt_tensor head = w[2 + TT_LLM_ROLES * n_layers];
   if (head) x = dec_linear(x, head->t, at::Tensor());
   *out = wrap(std::move(x));
-  LLM_CATCH
+  OP_CATCH
 }
 
 // (B,L) 0/1 attention -> additive float32 bias: 0 where attended, lowest float elsewhere.
 tt_err tt_llm_key_bias(tt_tensor attn, tt_tensor* out) {
-  LLM_TRY("llm_key_bias")
+  OP_TRY("llm_key_bias")
   at::NoGradGuard ng;
   at::Tensor m = attn->t.eq(0);
   at::Tensor b = at::zeros(attn->t.sizes(), attn->t.options().dtype(at::kFloat));
   *out = wrap(b.masked_fill(m, std::numeric_limits<float>::lowest()));
-  LLM_CATCH
+  OP_CATCH
 }
 
 // logp[b,t] = log_softmax(logits[b,t-1]/temp)[ids[b,t]] (0 at t=0); entropy likewise.
 tt_err tt_llm_token_logprobs(tt_tensor logits, tt_tensor ids, double temperature, int with_entropy, int64_t chunk,
                              tt_tensor* logp, tt_tensor* ent) {
-  LLM_TRY("llm_token_logprobs")
+  OP_TRY("llm_token_logprobs")
   const at::Tensor& L = logits->t;
   const at::Tensor& I = ids->t;
-  LLM_NEED(L.dim() == 3 && I.dim() == 2 && L.size(0) == I.size(0) && L.size(1) == I.size(1),
+  OP_NEED(L.dim() == 3 && I.dim() == 2 && L.size(0) == I.size(0) && L.size(1) == I.size(1),
            "logits must be (B,T,V) and ids (B,T)");
-  LLM_NEED(temperature > 0, "temperature must be > 0");
+  OP_NEED(temperature > 0, "temperature must be > 0");
   at::Tensor lp, en;
   token_logprobs([&](int64_t t0, int64_t n) { return L.narrow(1, t0, n); }, I, L.size(0), L.size(1), L.options(),
                  temperature, with_entropy != 0, chunk, &lp, &en);
   *logp = wrap(lp);
   *ent = with_entropy ? wrap(en) : nullptr;
-  LLM_CATCH
+  OP_CATCH
 }
 
 // Same from hidden states (B,T,E) and the LM head (V,E): the logits exist
 // one time chunk at a time.
 tt_err tt_llm_head_logprobs(tt_tensor hidden, tt_tensor head, tt_tensor ids, double temperature, int with_entropy,
                             int64_t chunk, tt_tensor* logp, tt_tensor* ent) {
-  LLM_TRY("llm_head_logprobs")
+  OP_TRY("llm_head_logprobs")
   const at::Tensor& Hd = hidden->t;
   const at::Tensor& W = head->t;
   const at::Tensor& I = ids->t;
-  LLM_NEED(Hd.dim() == 3 && I.dim() == 2 && Hd.size(0) == I.size(0) && Hd.size(1) == I.size(1),
+  OP_NEED(Hd.dim() == 3 && I.dim() == 2 && Hd.size(0) == I.size(0) && Hd.size(1) == I.size(1),
            "hidden must be (B,T,E) and ids (B,T)");
-  LLM_NEED(W.dim() == 2 && W.size(1) == Hd.size(2), "head must be (V,E)");
-  LLM_NEED(temperature > 0, "temperature must be > 0");
+  OP_NEED(W.dim() == 2 && W.size(1) == Hd.size(2), "head must be (V,E)");
+  OP_NEED(temperature > 0, "temperature must be > 0");
   at::Tensor lp, en;
   token_logprobs([&](int64_t t0, int64_t n) { return at::linear(Hd.narrow(1, t0, n), W); }, I, Hd.size(0),
                  Hd.size(1), Hd.options(), temperature, with_entropy != 0, chunk, &lp, &en);
   *logp = wrap(lp);
   *ent = with_entropy ? wrap(en) : nullptr;
-  LLM_CATCH
+  OP_CATCH
 }
 
 // Samples one token per row from logits (B,V) or the last step of (B,T,V).
@@ -592,11 +569,11 @@ tt_err tt_llm_head_logprobs(tt_tensor hidden, tt_tensor head, tt_tensor ids, dou
 // under softmax(logits/temperature) (raw logits when greedy), before top-k/top-p.
 tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double top_p, tt_gen g, tt_tensor* ids,
                      tt_tensor* logp) {
-  LLM_TRY("llm_sample")
+  OP_TRY("llm_sample")
   at::NoGradGuard ng;
   at::Tensor z = logits->t;
   if (z.dim() == 3) z = z.select(1, z.size(1) - 1);
-  LLM_NEED(z.dim() == 2, "logits must be (B,V) or (B,T,V)");
+  OP_NEED(z.dim() == 2, "logits must be (B,V) or (B,T,V)");
   z = z.to(at::kFloat);
   at::Tensor chosen;
   if (temperature <= 0) {
@@ -626,7 +603,7 @@ tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double
   at::Tensor lp = z.log_softmax(-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
   *ids = wrap(chosen);
   *logp = wrap(lp);
-  LLM_CATCH
+  OP_CATCH
 }
 
 // Keeps freed tensor memory in the C heap instead of returning it to the OS:
@@ -668,11 +645,11 @@ __attribute__((constructor)) static void tt_llm_malloc_default() {
 
 // Replaces each non-NULL ts[i] by ts[i].index_select(dim, idx), keeping the handles.
 tt_err tt_llm_select_rows(tt_tensor* ts, int n, int64_t dim, tt_tensor idx) {
-  LLM_TRY("llm_select_rows")
+  OP_TRY("llm_select_rows")
   at::NoGradGuard ng;
   for (int i = 0; i < n; i++)
     if (ts[i]) ts[i]->t = ts[i]->t.index_select(dim, idx->t);
-  LLM_CATCH
+  OP_CATCH
 }
 
 }  // extern "C"

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "cpu_kernels.hpp"
+#include "op_errors.hpp"
 #include "shim.h"
 #include "tensor_impl.hpp"
 #include "train_ops.hpp"
@@ -757,88 +758,65 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 namespace {
 
-tt_err train_err(const char* op, const char* msg) {
-  size_t a = strlen(op), b = strlen(msg);
-  char* s = (char*)malloc(a + b + 3);
-  memcpy(s, op, a);
-  s[a] = ':';
-  s[a + 1] = ' ';
-  memcpy(s + a + 2, msg, b + 1);
-  return s;
-}
-
 bool is_float(const at::Tensor& t) { return at::isFloatingType(t.scalar_type()); }
 
 }  // namespace
 
-#define TRAIN_TRY(opname)     \
-  const char* tt_op = opname; \
-  tt_get_num_threads();       \
-  try {
-#define TRAIN_CATCH                                                                      \
-  }                                                                                      \
-  catch (const c10::Error& e) { return train_err(tt_op, e.what_without_backtrace()); }   \
-  catch (const std::exception& e) { return train_err(tt_op, e.what()); }                 \
-  catch (...) { return train_err(tt_op, "unknown C++ exception"); }                      \
-  return nullptr;
-#define TRAIN_NEED(cond, msg) \
-  if (!(cond)) return train_err(tt_op, msg);
-
 extern "C" {
 
 tt_err tt_rms_norm(tt_tensor x, tt_tensor w, double eps, tt_tensor* out) {
-  TRAIN_TRY("rms_norm")
-  TRAIN_NEED(x && w && out, "missing input");
+  OP_TRY("rms_norm")
+  OP_NEED(x && w && out, "missing input");
   const at::Tensor &X = x->t, &W = w->t;
-  TRAIN_NEED(X.dim() >= 1 && is_float(X), "x must be a floating tensor of at least one dim");
-  TRAIN_NEED(W.dim() == 1 && W.size(0) == X.size(-1), "w must be (N) for x (..., N)");
-  TRAIN_NEED(W.scalar_type() == X.scalar_type() && W.device() == X.device(), "w must have x's dtype and device");
-  TRAIN_NEED(eps >= 0, "eps must be >= 0");
+  OP_NEED(X.dim() >= 1 && is_float(X), "x must be a floating tensor of at least one dim");
+  OP_NEED(W.dim() == 1 && W.size(0) == X.size(-1), "w must be (N) for x (..., N)");
+  OP_NEED(W.scalar_type() == X.scalar_type() && W.device() == X.device(), "w must have x's dtype and device");
+  OP_NEED(eps >= 0, "eps must be >= 0");
   *out = tt_counted(tt_train::rms_norm(X, W, eps));
-  TRAIN_CATCH
+  OP_CATCH
 }
 
 tt_err tt_swiglu(tt_tensor gu, tt_tensor* out) {
-  TRAIN_TRY("swiglu")
-  TRAIN_NEED(gu && out, "missing input");
+  OP_TRY("swiglu")
+  OP_NEED(gu && out, "missing input");
   const at::Tensor& G = gu->t;
-  TRAIN_NEED(G.dim() >= 1 && is_float(G), "gu must be a floating tensor of at least one dim");
-  TRAIN_NEED(G.size(-1) % 2 == 0, "gu's last dim must be even (gate and up halves)");
+  OP_NEED(G.dim() >= 1 && is_float(G), "gu must be a floating tensor of at least one dim");
+  OP_NEED(G.size(-1) % 2 == 0, "gu's last dim must be even (gate and up halves)");
   *out = tt_counted(tt_train::swiglu(G));
-  TRAIN_CATCH
+  OP_CATCH
 }
 
 tt_err tt_rope(tt_tensor x, tt_tensor cos, tt_tensor sin, tt_tensor* out) {
-  TRAIN_TRY("rope")
-  TRAIN_NEED(x && cos && sin && out, "missing input");
+  OP_TRY("rope")
+  OP_NEED(x && cos && sin && out, "missing input");
   const at::Tensor &X = x->t, &C = cos->t, &S = sin->t;
-  TRAIN_NEED(X.dim() == 4 && is_float(X), "x must be a floating (B,N,T,D) tensor");
-  TRAIN_NEED(X.size(3) % 2 == 0, "the head dim must be even");
-  TRAIN_NEED(C.sizes() == at::IntArrayRef({X.size(0), 1, X.size(2), X.size(3)}) && S.sizes() == C.sizes(),
+  OP_NEED(X.dim() == 4 && is_float(X), "x must be a floating (B,N,T,D) tensor");
+  OP_NEED(X.size(3) % 2 == 0, "the head dim must be even");
+  OP_NEED(C.sizes() == at::IntArrayRef({X.size(0), 1, X.size(2), X.size(3)}) && S.sizes() == C.sizes(),
              "cos and sin must be (B,1,T,D) for x (B,N,T,D)");
-  TRAIN_NEED(C.scalar_type() == X.scalar_type() && S.scalar_type() == X.scalar_type(),
+  OP_NEED(C.scalar_type() == X.scalar_type() && S.scalar_type() == X.scalar_type(),
              "cos and sin must have x's dtype");
   *out = tt_counted(tt_train::rope(X, C, S));
-  TRAIN_CATCH
+  OP_CATCH
 }
 
 tt_err tt_gqa_attention(tt_tensor q, tt_tensor k, tt_tensor v, tt_tensor kbias, int64_t offset, double scale,
                         tt_tensor* out) {
-  TRAIN_TRY("gqa_attention")
-  TRAIN_NEED(q && k && v && kbias && out, "missing input");
+  OP_TRY("gqa_attention")
+  OP_NEED(q && k && v && kbias && out, "missing input");
   const at::Tensor &Q = q->t, &K = k->t, &V = v->t, &KB = kbias->t;
-  TRAIN_NEED(Q.dim() == 4 && K.dim() == 4 && V.dim() == 4, "q must be (B,H,T,D), k and v (B,KV,Lk,D)");
-  TRAIN_NEED(is_float(Q) && K.scalar_type() == Q.scalar_type() && V.scalar_type() == Q.scalar_type(),
+  OP_NEED(Q.dim() == 4 && K.dim() == 4 && V.dim() == 4, "q must be (B,H,T,D), k and v (B,KV,Lk,D)");
+  OP_NEED(is_float(Q) && K.scalar_type() == Q.scalar_type() && V.scalar_type() == Q.scalar_type(),
              "q, k and v must share one floating dtype");
-  TRAIN_NEED(K.sizes() == V.sizes() && K.size(0) == Q.size(0) && K.size(3) == Q.size(3),
+  OP_NEED(K.sizes() == V.sizes() && K.size(0) == Q.size(0) && K.size(3) == Q.size(3),
              "k and v must be (B,KV,Lk,D) for q (B,H,T,D)");
-  TRAIN_NEED(K.size(1) > 0 && Q.size(1) % K.size(1) == 0, "the query heads must be a multiple of the KV heads");
-  TRAIN_NEED(KB.dim() == 2 && KB.size(0) == Q.size(0) && KB.size(1) >= K.size(2) && KB.scalar_type() == at::kFloat,
+  OP_NEED(K.size(1) > 0 && Q.size(1) % K.size(1) == 0, "the query heads must be a multiple of the KV heads");
+  OP_NEED(KB.dim() == 2 && KB.size(0) == Q.size(0) && KB.size(1) >= K.size(2) && KB.scalar_type() == at::kFloat,
              "kbias must be float32 (B, >= Lk)");
-  TRAIN_NEED(offset >= 0 && offset + Q.size(2) <= K.size(2), "need 0 <= offset and offset + T <= Lk");
-  TRAIN_NEED(scale > 0, "scale must be > 0");
+  OP_NEED(offset >= 0 && offset + Q.size(2) <= K.size(2), "need 0 <= offset and offset + T <= Lk");
+  OP_NEED(scale > 0, "scale must be > 0");
   *out = tt_counted(tt_train::attention(Q, K, V, KB, offset, scale));
-  TRAIN_CATCH
+  OP_CATCH
 }
 
 }  // extern "C"
