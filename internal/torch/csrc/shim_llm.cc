@@ -39,7 +39,6 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "shim.h"
@@ -159,38 +158,17 @@ void skinny_rows(const float* x, int64_t M, int64_t K, const float* w, const flo
 }
 
 // The AVX-512 form: 4 input rows x 6 weight rows (24 zmm accumulators), the
-// K tail by masked loads, and a software prefetch of the next tile's rows
-// (at decode the weights stream from DRAM; measured 12% faster than the
+// K tail by masked loads, and a software prefetch 1 KiB ahead on each weight
+// row (at decode the weights stream from DRAM; measured 12% faster than the
 // AVX2 tiles on the 151,936 x 896 head at batch 8, 2 threads).
 bool cpu_has_avx512() {
   static const bool ok = __builtin_cpu_supports("avx512f") && cpu_has_avx2() && isa_allows("avx512");
   return ok;
 }
 
-// 16 weights as float32: float loads as is; bfloat16 (raw uint16) widens
-// (a bf16 is the high half of a float32), so bf16 weights stream half the
-// bytes of float32 ones.
-template <class WT>
-__attribute__((target("avx512f"), always_inline)) inline __m512 ldw16(const WT* p);
-template <>
-__attribute__((target("avx512f"), always_inline)) inline __m512 ldw16<float>(const float* p) {
-  return _mm512_loadu_ps(p);
-}
-template <>
-__attribute__((target("avx512f"), always_inline)) inline __m512 ldw16<uint16_t>(const uint16_t* p) {
-  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-// WT float: any K (masked tail); WT uint16_t (bf16): K a multiple of 16.
-// Each weight load prefetches the same place in the next tile's rows, so a
-// whole tile (6 rows) is in flight ahead of the one being summed: a 1 KiB
-// lookahead within the row left a short bf16 row's first lines to the
-// hardware prefetcher (measured 10% slower bf16 decoding at 24 layers,
-// float32 alike).
-template <class WT, int MT, int NT>
+template <int MT, int NT>
 __attribute__((target("avx512f"), optimize("O3"), always_inline)) inline void tile512(
-    const float* x, int64_t K, const WT* w, const float* b, float* y, int64_t N, int64_t m0, int64_t n0) {
+    const float* x, int64_t K, const float* w, const float* b, float* y, int64_t N, int64_t m0, int64_t n0) {
   __m512 acc[MT][NT];
   for (int i = 0; i < MT; i++)
     for (int j = 0; j < NT; j++) acc[i][j] = _mm512_setzero_ps();
@@ -199,48 +177,45 @@ __attribute__((target("avx512f"), optimize("O3"), always_inline)) inline void ti
   for (; k < K16; k += 16) {
     __m512 wv[NT];
     for (int j = 0; j < NT; j++) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (n0 + NT + j) * K + k), _MM_HINT_T0);
-      wv[j] = ldw16<WT>(w + (n0 + j) * K + k);
+      _mm_prefetch(reinterpret_cast<const char*>(w + (n0 + j) * K + k + 256), _MM_HINT_T0);
+      wv[j] = _mm512_loadu_ps(w + (n0 + j) * K + k);
     }
     for (int i = 0; i < MT; i++) {
       __m512 xv = _mm512_loadu_ps(x + (m0 + i) * K + k);
       for (int j = 0; j < NT; j++) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
-  if constexpr (std::is_same<WT, float>::value) {
-    if (k < K) {
-      const __mmask16 mk = static_cast<__mmask16>((1u << (K - k)) - 1);
-      __m512 wv[NT];
-      for (int j = 0; j < NT; j++) wv[j] = _mm512_maskz_loadu_ps(mk, w + (n0 + j) * K + k);
-      for (int i = 0; i < MT; i++) {
-        __m512 xv = _mm512_maskz_loadu_ps(mk, x + (m0 + i) * K + k);
-        for (int j = 0; j < NT; j++) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
-      }
+  if (k < K) {
+    const __mmask16 mk = static_cast<__mmask16>((1u << (K - k)) - 1);
+    __m512 wv[NT];
+    for (int j = 0; j < NT; j++) wv[j] = _mm512_maskz_loadu_ps(mk, w + (n0 + j) * K + k);
+    for (int i = 0; i < MT; i++) {
+      __m512 xv = _mm512_maskz_loadu_ps(mk, x + (m0 + i) * K + k);
+      for (int j = 0; j < NT; j++) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
     }
   }
   for (int i = 0; i < MT; i++)
     for (int j = 0; j < NT; j++) y[(m0 + i) * N + n0 + j] = _mm512_reduce_add_ps(acc[i][j]) + (b ? b[n0 + j] : 0.f);
 }
 
-template <class WT, int NT>
+template <int NT>
 __attribute__((target("avx512f"), optimize("O3"))) void tile512_col(const float* x, int64_t M, int64_t K,
-                                                                      const WT* w, const float* b, float* y,
+                                                                      const float* w, const float* b, float* y,
                                                                       int64_t N, int64_t n0) {
   int64_t m = 0;
-  for (; m + 4 <= M; m += 4) tile512<WT, 4, NT>(x, K, w, b, y, N, m, n0);
+  for (; m + 4 <= M; m += 4) tile512<4, NT>(x, K, w, b, y, N, m, n0);
   switch (M - m) {
-    case 3: tile512<WT, 3, NT>(x, K, w, b, y, N, m, n0); break;
-    case 2: tile512<WT, 2, NT>(x, K, w, b, y, N, m, n0); break;
-    case 1: tile512<WT, 1, NT>(x, K, w, b, y, N, m, n0); break;
+    case 3: tile512<3, NT>(x, K, w, b, y, N, m, n0); break;
+    case 2: tile512<2, NT>(x, K, w, b, y, N, m, n0); break;
+    case 1: tile512<1, NT>(x, K, w, b, y, N, m, n0); break;
   }
 }
 
-template <class WT>
-void skinny_rows512(const float* x, int64_t M, int64_t K, const WT* w, const float* b, float* y, int64_t N,
+void skinny_rows512(const float* x, int64_t M, int64_t K, const float* w, const float* b, float* y, int64_t N,
                     int64_t n0, int64_t n1) {
   int64_t n = n0;
-  for (; n + 6 <= n1; n += 6) tile512_col<WT, 6>(x, M, K, w, b, y, N, n);
-  for (; n < n1; n++) tile512_col<WT, 1>(x, M, K, w, b, y, N, n);
+  for (; n + 6 <= n1; n += 6) tile512_col<6>(x, M, K, w, b, y, N, n);
+  for (; n < n1; n++) tile512_col<1>(x, M, K, w, b, y, N, n);
 }
 
 constexpr int64_t kSkinnyMaxRows = 16;
@@ -251,37 +226,8 @@ bool skinny_ok(const at::Tensor& x, const at::Tensor& w) {
          x.numel() / std::max<int64_t>(x.size(-1), 1) <= kSkinnyMaxRows && !c10::GradMode::is_enabled();
 }
 
-// The bf16 form (generation in a bf16 compute dtype): bf16 x and weights
-// on a CPU with AVX-512, K a multiple of 16; x and the bias are widened to
-// float32, the products summed in float32 and the output rounded to bf16.
-bool skinny_bf16_ok(const at::Tensor& x, const at::Tensor& w) {
-  return cpu_has_avx512() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kBFloat16 &&
-         w.scalar_type() == at::kBFloat16 && w.dim() == 2 && w.is_contiguous() && x.size(-1) == w.size(1) &&
-         w.size(1) % 16 == 0 && x.numel() / std::max<int64_t>(x.size(-1), 1) <= kSkinnyMaxRows &&
-         !c10::GradMode::is_enabled();
-}
-
-at::Tensor dec_linear_bf16(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  const int64_t K = w.size(1), N = w.size(0);
-  at::Tensor xf = x.to(at::kFloat).contiguous();
-  at::Tensor bf = b.defined() ? b.to(at::kFloat).contiguous() : at::Tensor();
-  const int64_t M = xf.numel() / K;
-  std::vector<int64_t> sh = x.sizes().vec();
-  sh.back() = N;
-  at::Tensor y = at::empty(sh, xf.options());
-  const float* xp = xf.data_ptr<float>();
-  const uint16_t* wp = reinterpret_cast<const uint16_t*>(w.data_ptr());
-  const float* bp = bf.defined() ? bf.data_ptr<float>() : nullptr;
-  float* yp = y.data_ptr<float>();
-  at::parallel_for(0, (N + 47) / 48, 1, [&](int64_t lo, int64_t hi) {
-    skinny_rows512<uint16_t>(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
-  });
-  return y.to(at::kBFloat16);
-}
-
 // linear for the decode path: skinny kernel when it applies, else at::linear.
 at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  if (skinny_bf16_ok(x, w) && (!b.defined() || b.scalar_type() == at::kBFloat16)) return dec_linear_bf16(x, w, b);
   if (!skinny_ok(x, w) || (b.defined() && (b.scalar_type() != at::kFloat || !b.is_contiguous()))) {
     return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
   }
@@ -299,7 +245,7 @@ at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor
   const bool wide = cpu_has_avx512();
   at::parallel_for(0, (N + 47) / 48, 1, [&](int64_t lo, int64_t hi) {
     if (wide)
-      skinny_rows512<float>(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
+      skinny_rows512(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
     else
       skinny_rows(xp, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
   });

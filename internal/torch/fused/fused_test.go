@@ -59,8 +59,9 @@ func bf16Round(v float32) float32 {
 	return math.Float32frombits(u &^ 0xffff)
 }
 
-// decodeLinearShapes runs the check with weights and activations in dt: for
-// bfloat16 the reference takes the bf16-rounded weights, and the error
+// decodeLinearShapes runs the check with weights and activations in dt (bf16:
+// the generation path of a mixed-precision model): for bfloat16 the
+// reference takes the bf16-rounded weights, and the error
 // (the normed hidden state rounded to bf16 twice, each of K terms off by
 // about 2^-9, and the output rounded) is measured against sqrt(K) + |want|,
 // the size of a sum of K unit terms.
