@@ -116,9 +116,9 @@ func RunQwen(cfg RunConfig, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "copy bandwidth: ragen %.1f GB/s, pytorch %.1f GB/s; matmul peak: ragen %.1f, pytorch %.1f GFLOP/s\n",
 		bw/1e9, pk.Stream, cfg.PeakFLOPs/1e9, pk.GFlops)
-	fmt.Fprintf(w, "MFU: PaLM's (6N + 12·L·H·Q·T) FLOPs per token x tokens / float32 step time / the float32 matmul peak (the higher of the run's first measurement and one right after the step; the decode bound's bandwidth likewise); bf16 columns: bf16 compute on float32 master weights\n")
+	fmt.Fprintf(w, "MFU: PaLM's (6N + 12·L·H·Q·T) FLOPs per token x tokens / float32 step time / the float32 matmul peak (the higher of the run's first measurement and one right after the step; the decode bound's bandwidth likewise); bf16 columns: bf16 compute on float32 master weights (training), and generation in bf16 as a mixed-precision model generates, against the PyTorch model cast to bf16\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "model\tparams\tdecode tok/s ragen\tpytorch\tratio\tstep: bandwidth bound / measured\ttrain s ragen\tpytorch\tratio\tMFU ragen (of GFLOP/s)\tbf16 mixed train s ragen\tpytorch autocast\tratio\t\n")
+	fmt.Fprintf(tw, "model\tparams\tdecode tok/s ragen\tpytorch\tratio\tstep: bandwidth bound / measured\ttrain s ragen\tpytorch\tratio\tMFU ragen (of GFLOP/s)\tbf16 mixed train s ragen\tpytorch autocast\tratio\tbf16 decode tok/s ragen\tpytorch bf16\tratio\t\n")
 	for _, r := range QwenRows() {
 		if err := qwenRow(cfg, tw, r, bw); err != nil {
 			return fmt.Errorf("%s: %w", r.Name, err)
@@ -209,13 +209,33 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 	if err != nil {
 		return err
 	}
+	// bf16 generation (a mixed-precision model generates in bf16, as veRL's
+	// rollouts), against the PyTorch model cast to bf16
+	var pdb struct {
+		Decode float64 `json:"decode_tok_s"`
+	}
+	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pdb, peerArgs("decode_bf16", r, reps)...); err != nil {
+		return err
+	}
+	if _, err := llmbench.Decode(mb, prompts, 4); err != nil {
+		return err
+	}
+	decb := 0.0
+	for range reps {
+		v, err := llmbench.Decode(mb, prompts, r.DecN)
+		if err != nil {
+			return err
+		}
+		decb = max(decb, v)
+	}
 	// bound: B tokens per step at the mean context of the generation
 	// the bound: one step reads every weight and the KV cache at the mean context once
 	boundS := DecodeBytes(r.Cfg, r.DecB, r.DecP+r.DecN/2) / bw
 	mfu := llmbench.TrainFLOPs(r.Cfg, r.TrB, r.TrT) / d.Seconds() / peak
-	fmt.Fprintf(w, "%s\t%.0fM\t%.1f\t%.1f\t%.2fx\t%.1f ms / %.1f ms = %.0f%%\t%.2f\t%.2f\t%.2fx\t%.0f%% of %.0f\t%.2f\t%.2f\t%.2fx\t\n", r.Name,
+	fmt.Fprintf(w, "%s\t%.0fM\t%.1f\t%.1f\t%.2fx\t%.1f ms / %.1f ms = %.0f%%\t%.2f\t%.2f\t%.2fx\t%.0f%% of %.0f\t%.2f\t%.2f\t%.2fx\t%.1f\t%.1f\t%.2fx\t\n", r.Name,
 		float64(r.Cfg.ParamCount())/1e6, dec, pd.Decode, dec/pd.Decode, 1e3*boundS, 1e3*stepS, 100*boundS/stepS,
-		d.Seconds(), pt.Train, pt.Train/d.Seconds(), 100*mfu, peak/1e9, db.Seconds(), pb.Train, pb.Train/db.Seconds())
+		d.Seconds(), pt.Train, pt.Train/d.Seconds(), 100*mfu, peak/1e9, db.Seconds(), pb.Train, pb.Train/db.Seconds(),
+		decb, pdb.Decode, decb/pdb.Decode)
 	return nil
 }
 

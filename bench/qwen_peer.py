@@ -104,11 +104,11 @@ class Model(nn.Module):
     def forward(self, ids, start=0, caches=None, last_only=False):
         B, T = ids.shape
         x = self.embed(ids)
-        cos = self.cos[start:start + T][None, None]
-        sin = self.sin[start:start + T][None, None]
+        cos = self.cos[start:start + T][None, None].to(x.dtype)
+        sin = self.sin[start:start + T][None, None].to(x.dtype)
         mask = None
         if T > 1:
-            mask = torch.full((T, start + T), float("-inf")).triu(start + 1)
+            mask = torch.full((T, start + T), float("-inf"), dtype=x.dtype).triu(start + 1)
         for i, l in enumerate(self.layers):
             x = l(x, cos, sin, mask, None if caches is None else caches[i], start)
         if last_only:
@@ -116,11 +116,12 @@ class Model(nn.Module):
         return F.linear(self.norm(x), self.embed.weight)  # tied head
 
 
-def decode(m, B, P, N):
+def decode(m, B, P, N, dtype=torch.float32):
     torch.manual_seed(0)
     ids = torch.randint(0, m.V, (B, P))
     with torch.inference_mode():
-        caches = [(torch.zeros(B, m.KV, P + N, m.D), torch.zeros(B, m.KV, P + N, m.D)) for _ in m.layers]
+        caches = [(torch.zeros(B, m.KV, P + N, m.D, dtype=dtype), torch.zeros(B, m.KV, P + N, m.D, dtype=dtype))
+                  for _ in m.layers]
         t0 = time.perf_counter()
         logits = m(ids, 0, caches, last_only=True)
         for step in range(N):
@@ -208,6 +209,11 @@ def main():
     if what == "decode":
         decode(m, B, P, 4)  # warm-up
         out["decode_tok_s"] = max(decode(m, B, P, N) for _ in range(reps))
+    elif what == "decode_bf16":
+        # the model in bf16 (weights, activations, KV cache), as a bf16 rollout
+        m = m.to(torch.bfloat16)
+        decode(m, B, P, 4, torch.bfloat16)
+        out["decode_tok_s"] = max(decode(m, B, P, N, torch.bfloat16) for _ in range(reps))
     elif what == "train":
         out["train_step_s"] = train(m, B, T, reps)
     elif what == "train_bf16":
