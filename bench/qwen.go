@@ -146,16 +146,9 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 	}
 	defer m.Close()
 	prompts := llmbench.Prompts(r.DecB, r.DecP, r.Cfg.VocabSize, 1)
-	if _, err := llmbench.Decode(m, prompts, 4); err != nil {
+	dec, err := bestDecode(m, prompts, r.DecN, reps)
+	if err != nil {
 		return err
-	}
-	dec := 0.0
-	for range reps {
-		v, err := llmbench.Decode(m, prompts, r.DecN)
-		if err != nil {
-			return err
-		}
-		dec = max(dec, v)
 	}
 	// one decode step alone: (generate N tokens - generate 1 token) / (N-1),
 	// so the prompt's prefill (a GEMM workload) stays out of the bandwidth figure
@@ -217,16 +210,9 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pdb, peerArgs("decode_bf16", r, reps)...); err != nil {
 		return err
 	}
-	if _, err := llmbench.Decode(mb, prompts, 4); err != nil {
+	decb, err := bestDecode(mb, prompts, r.DecN, reps)
+	if err != nil {
 		return err
-	}
-	decb := 0.0
-	for range reps {
-		v, err := llmbench.Decode(mb, prompts, r.DecN)
-		if err != nil {
-			return err
-		}
-		decb = max(decb, v)
 	}
 	// bound: B tokens per step at the mean context of the generation
 	// the bound: one step reads every weight and the KV cache at the mean context once
@@ -237,6 +223,23 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 		d.Seconds(), pt.Train, pt.Train/d.Seconds(), 100*mfu, peak/1e9, db.Seconds(), pb.Train, pb.Train/db.Seconds(),
 		decb, pdb.Decode, decb/pdb.Decode)
 	return nil
+}
+
+// bestDecode is the best tokens/s of reps generations of n tokens after a
+// 4-token warm-up.
+func bestDecode(m *llm.Model, prompts [][]int, n, reps int) (float64, error) {
+	if _, err := llmbench.Decode(m, prompts, 4); err != nil {
+		return 0, err
+	}
+	best := 0.0
+	for range reps {
+		v, err := llmbench.Decode(m, prompts, n)
+		if err != nil {
+			return 0, err
+		}
+		best = max(best, v)
+	}
+	return best, nil
 }
 
 // trainStep is the best of reps training steps (after one warm-up) of m at
