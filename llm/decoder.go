@@ -211,12 +211,16 @@ func (m *Model) goForward(s *torch.Scope, ids, positions, attn *torch.Tensor, he
 }
 
 // computeHead is the LM head (the embedding when tied) in the compute dtype.
-func (m *Model) computeHead(s *torch.Scope) *torch.Tensor {
+func (m *Model) computeHead(s *torch.Scope) *torch.Tensor { return m.headIn(s, m.ComputeDType()) }
+
+// headIn is the LM head (the embedding when tied) in dt: a cast made in s
+// when dt differs from the parameters' dtype, the parameter otherwise.
+func (m *Model) headIn(s *torch.Scope, dt torch.DType) *torch.Tensor {
 	w := m.head
 	if w == nil {
 		w = m.embed
 	}
-	if dt := m.ComputeDType(); dt != m.opt.DType {
+	if dt != m.opt.DType {
 		return s.Cast(w, dt)
 	}
 	return w

@@ -504,14 +504,10 @@ func (m *Model) genDType() torch.DType {
 // dt differs from the parameters' dtype (mixed precision), the parameters
 // themselves otherwise.
 func (m *Model) weightsIn(s *torch.Scope, dt torch.DType) (*fused.Weights, *torch.Tensor) {
-	w, head := m.weights(false), m.head
-	if head == nil {
-		head = m.embed
-	}
+	w, head := m.weights(false), m.headIn(s, dt)
 	if dt == m.opt.DType {
 		return w, head
 	}
-	head = s.Cast(head, dt)
 	if m.head == nil {
 		w.Embed = head // tied: one cast serves both
 	} else {

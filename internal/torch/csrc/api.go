@@ -697,16 +697,16 @@ func CUDADeviceCount() int { return int(C.tt_cuda_device_count()) }
 // Version describes the linked shim, "libtorch" or "libtorch+cuda" (tt_version).
 func Version() string { return C.GoString(C.tt_version()) }
 
+// HeadMinChunk sets the fast head path's least logits per chunk, returning
+// the previous value (tt_head_min_chunk); for tests.
+func HeadMinChunk(elems int64) int64 { return int64(C.tt_head_min_chunk(C.int64_t(elems))) }
+
 // HeadLogProbsChunked returns the per-token log-probs (and, if withEntropy,
 // entropies; else NULL) of ids under softmax(hidden @ head^T / temperature)
 // as one autograd node whose forward and backward materialise the logits one
 // time chunk at a time (tt_head_logprobs_chunked); when all B*(T-1)*V
 // logits fit in keep floats it keeps log p for the backward instead of
 // recomputing. Runs on the torch thread.
-// HeadMinChunk sets the fast head path's least logits per chunk, returning
-// the previous value (tt_head_min_chunk); for tests.
-func HeadMinChunk(elems int64) int64 { return int64(C.tt_head_min_chunk(C.int64_t(elems))) }
-
 func HeadLogProbsChunked(hidden, head, ids Tensor, temperature float64, withEntropy bool, chunk, keep int64) (logp, ent Tensor, err error) {
 	var a, b C.tt_tensor
 	var e C.tt_err

@@ -1,11 +1,13 @@
 // cpu_kernels.hpp - CPU feature checks and AVX2 helpers shared by the
 // shim's hand-written kernels (shim_llm.cc: decode projections and
-// attention; shim_head.cc: the LM head's log-softmax rows). Included only
+// attention; shim_head.cc: the LM head's log-softmax rows; shim_train.cc:
+// the fused decoder ops). Included only
 // from this directory.
 #pragma once
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -31,6 +33,15 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
   lo = _mm_hadd_ps(lo, lo);
   lo = _mm_hadd_ps(lo, lo);
   return _mm_cvtss_f32(lo);
+}
+
+// The largest of v's eight lanes.
+__attribute__((target("avx2,fma"))) inline float hmax(__m256 v) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  float mx = lanes[0];
+  for (int j = 1; j < 8; j++) mx = std::max(mx, lanes[j]);
+  return mx;
 }
 
 // exp for x <= 0 (softmax after subtracting the max), Cephes-style polynomial.

@@ -144,15 +144,11 @@ struct tt_gen_s {
   const char* tt_op = opname; \
   try {                       \
     sync_threads();
-#define TT_CATCH                                                                          \
-  }                                                                                       \
-  catch (const c10::Error& e) { return op_err(tt_op, e.what_without_backtrace()); }      \
-  catch (const std::exception& e) { return op_err(tt_op, e.what()); }                    \
-  catch (...) { return op_err(tt_op, "unknown C++ exception"); }                         \
-  return nullptr;
 
-#define NEED(cond, msg) \
-  if (!(cond)) return op_err(tt_op, msg);
+// the entry points' error convention (op_errors.hpp); TT_TRY differs from
+// OP_TRY in syncing the thread count inside the try
+#define TT_CATCH OP_CATCH
+#define NEED(cond, msg) OP_NEED(cond, msg)
 
 // Ops on at least TT_BIG elements open an OpenMP region (ATen's grain size).
 // Off the torch thread, while it serves, such an op returns the tt_deferred

@@ -22,8 +22,6 @@
 
 #include <ATen/ops/cat.h>
 #include <ATen/ops/linear.h>
-#include <ATen/ops/matmul.h>
-#include <ATen/ops/silu.h>
 
 #include <array>
 #include <cmath>

@@ -113,10 +113,7 @@ __attribute__((target("avx2,fma"), optimize("O3"))) float row_scale_max(float* z
     }
     m = _mm256_max_ps(m, v);
   }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, m);
-  float mx = lanes[0];
-  for (int j = 1; j < 8; j++) mx = std::max(mx, lanes[j]);
+  float mx = tt_cpu::hmax(m);
   for (int64_t i = V8; i < V; i++) {
     if (scale) z[i] *= inv_t;
     mx = std::max(mx, z[i]);

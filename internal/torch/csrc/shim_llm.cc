@@ -28,7 +28,6 @@
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/linear.h>
-#include <ATen/ops/matmul.h>
 #include <ATen/ops/multinomial.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>

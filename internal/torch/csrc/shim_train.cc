@@ -472,10 +472,7 @@ TT_AVX void attn_fwd_rows(T* S, int64_t rows, int64_t n, int64_t Lj, int64_t t0,
         _mm256_storeu_ps(sr + j, s);
         vm = _mm256_max_ps(vm, s);
       }
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, vm);
-      float mx = lanes[0];
-      for (int k = 1; k < 8; k++) mx = std::max(mx, lanes[k]);
+      float mx = tt_cpu::hmax(vm);
       for (; j < L; j++) {
         sr[j] = E<T>::ld1(row + j) * g.scale + kb[j];
         mx = std::max(mx, sr[j]);
