@@ -1,8 +1,11 @@
 package torch
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,6 +49,15 @@ func fusedCases() []fusedCase {
 			ang := s.MulS(s.Own(From([]float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2.0}, 1, 1, 1, 20)), 1)
 			ang = s.Cast(s.Add(ang, s.Zeros([]int64{B, 1, 7, 20}, Float32, CPU)), in[0].DType())
 			return s.Rope(s.Transpose(in[0], 1, 2), s.Cos(ang), s.Sin(ang))
+		}},
+		// linear's float32 products take oneDNN's sgemm (64 rows and up)
+		{"Linear/bias", [][]int64{{2, 40, 24}, {16, 24}, {16}}, func(s *Scope, in []*Tensor) *Tensor { return s.Linear(in[0], in[1], in[2]) }},
+		{"Linear/no bias", [][]int64{{70, 24}, {16, 24}}, func(s *Scope, in []*Tensor) *Tensor { return s.Linear(in[0], in[1], nil) }},
+		{"Linear/row slices", [][]int64{{80, 30}, {16, 24}, {16}}, func(s *Scope, in []*Tensor) *Tensor {
+			return s.Linear(s.Narrow(in[0], 1, 2, 24), in[1], in[2])
+		}},
+		{"Linear/transposed views", [][]int64{{24, 80}, {24, 16}}, func(s *Scope, in []*Tensor) *Tensor {
+			return s.Linear(s.Transpose(in[0], 0, 1), s.Transpose(in[1], 0, 1), nil)
 		}},
 		attn(9, 9, 0),     // a whole sequence
 		attn(5, 9, 4),     // a continuation after 4 cached keys
@@ -109,6 +121,28 @@ func TestFusedOpsMatchComposition(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestOneDNNSgemm: where libtorch links oneDNN as a shared library (Debian's
+// does) float32 linears take its sgemm, and RAGEN_GEMM=aten turns that off
+// (the Linear cases above then hold ATen's products to the same standard,
+// rerun in a child process).
+func TestOneDNNSgemm(t *testing.T) {
+	if os.Getenv("RAGEN_GEMM") == "aten" {
+		require.False(t, OneDNNSgemm(), "RAGEN_GEMM=aten must turn the oneDNN path off")
+		return
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	if !bytes.Contains(maps, []byte("libdnnl.so")) {
+		t.Skip("libtorch does not link oneDNN as a shared library here")
+	}
+	require.True(t, OneDNNSgemm(), "libdnnl.so is loaded, so linear should take its sgemm")
+	cmd := exec.Command(os.Args[0], "-test.run", "^(TestOneDNNSgemm|TestFusedOpsMatchComposition)$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "RAGEN_GEMM=aten")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("RAGEN_GEMM=aten: %v\n%s", err, out)
 	}
 }
 

@@ -688,6 +688,10 @@ func NumThreads() int { return int(C.tt_get_num_threads()) }
 // (tt_mkldnn_enabled).
 func MKLDNNEnabled() bool { return C.tt_mkldnn_enabled() != 0 }
 
+// OneDNNSgemm reports whether float32 CPU linears take oneDNN's sgemm
+// (tt_onednn_sgemm).
+func OneDNNSgemm() bool { return C.tt_onednn_sgemm() != 0 }
+
 // CUDAAvailable reports whether CUDA is linked and a GPU is visible (tt_cuda_available).
 func CUDAAvailable() bool { return C.tt_cuda_available() != 0 }
 

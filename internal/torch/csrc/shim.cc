@@ -114,6 +114,7 @@
 #include "op_errors.hpp"
 #include "tensor_impl.hpp"
 #include "cpu_kernels.hpp"
+#include "gemm.hpp"
 
 static std::atomic<int64_t> g_live{0};
 static std::atomic<int> g_threads{0};
@@ -513,9 +514,7 @@ tt_err tt_masked_fill(tt_tensor a, tt_tensor mask, double value, tt_tensor* out)
 
 tt_err tt_linear(tt_tensor x, tt_tensor w, tt_tensor b, tt_tensor* out) {
   TT_TRY("linear")
-  c10::optional<at::Tensor> bias;
-  if (b) bias = b->t;
-  *out = wrap(at::linear(x->t, w->t, bias));
+  *out = wrap(tt_gemm::linear(x->t, w->t, b ? b->t : at::Tensor()));
   TT_CATCH
 }
 

@@ -30,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gemm.hpp"
 #include "shim.h"
 #include "tensor_impl.hpp"
 #include "train_ops.hpp"
@@ -77,8 +78,7 @@ at::Tensor layer(const at::Tensor& x, const LayerW& L, const Geo& g, const at::T
   const int64_t Q = H * D, K = KV * D;
   const auto& w = L.w;
   at::Tensor h = tt_train::rms_norm(x, w[TT_LLM_LN1], g.eps);
-  at::Tensor y = w[TT_LLM_QKV_BIAS].defined() ? at::linear(h, w[TT_LLM_QKV], w[TT_LLM_QKV_BIAS])
-                                               : at::linear(h, w[TT_LLM_QKV]);
+  at::Tensor y = tt_gemm::linear(h, w[TT_LLM_QKV], w[TT_LLM_QKV_BIAS]);
   at::Tensor q = add_lora(y.narrow(2, 0, Q), h, L, g, 0);
   at::Tensor k = add_lora(y.narrow(2, Q, K), h, L, g, 1);
   at::Tensor v = add_lora(y.narrow(2, Q + K, K), h, L, g, 2);
@@ -89,15 +89,15 @@ at::Tensor layer(const at::Tensor& x, const LayerW& L, const Geo& g, const at::T
   kh = tt_train::rope(kh.transpose(1, 2), cs, sn);        // (B,KV,T,D)
   at::Tensor vh = v.view({B, T, KV, D}).transpose(1, 2);  // (B,KV,T,D)
   at::Tensor a = tt_train::attention(qh, kh, vh, kbias, 0, 1 / std::sqrt((double)D));  // (B,T,H*D)
-  at::Tensor x1 = x.add(add_lora(at::linear(a, w[TT_LLM_O]), a, L, g, 3));
+  at::Tensor x1 = x.add(add_lora(tt_gemm::linear(a, w[TT_LLM_O], at::Tensor()), a, L, g, 3));
   // SwiGLU MLP as block.mlp
   at::Tensor h2 = tt_train::rms_norm(x1, w[TT_LLM_LN2], g.eps);
   const int64_t I = w[TT_LLM_GATE_UP].size(0) / 2;
-  at::Tensor gu = at::linear(h2, w[TT_LLM_GATE_UP]);
+  at::Tensor gu = tt_gemm::linear(h2, w[TT_LLM_GATE_UP], at::Tensor());
   const bool lora_mlp = L.lo[8].defined() || L.lo[10].defined();  // gate (4) or up (5)
   if (lora_mlp) gu = at::cat({add_lora(gu.narrow(2, 0, I), h2, L, g, 4), add_lora(gu.narrow(2, I, I), h2, L, g, 5)}, 2);
   at::Tensor act = tt_train::swiglu(gu);
-  return x1.add(add_lora(at::linear(act, w[TT_LLM_DOWN]), act, L, g, 6));
+  return x1.add(add_lora(tt_gemm::linear(act, w[TT_LLM_DOWN], at::Tensor()), act, L, g, 6));
 }
 
 // unpack rebuilds a layer's weights from the present tensors ps (in role

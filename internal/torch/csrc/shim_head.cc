@@ -42,6 +42,7 @@
 #include <cmath>
 
 #include "cpu_kernels.hpp"
+#include "gemm.hpp"
 #include "shim.h"
 #include "tensor_impl.hpp"
 
@@ -310,16 +311,14 @@ std::vector<at::Tensor> fast_backward(const at::Tensor& hidden, const at::Tensor
     const at::Tensor gm = bf ? gz.to(at::kBFloat16) : gz;  // the GEMMs' operand
     if (need_h) {
       at::Tensor out = ghr.narrow(0, r0, n);
-      at::mm_out(out, gm, wc);
+      tt_gemm::mm_into(gm, false, wc, false, out, 0.f);
     }
     if (need_w) {
       const at::Tensor hn = hc.narrow(0, r0, n);
       if (gw_f32)
         r0 == 0 ? gw.copy_(at::mm(gm.t(), hn)) : gw.add_(at::mm(gm.t(), hn));
-      else if (r0 == 0)
-        at::mm_out(gw, gm.t(), hn);
       else
-        gw.addmm_(gm.t(), hn);
+        tt_gemm::mm_into(gm, true, hn, false, gw, r0 == 0 ? 0.f : 1.f);
     }
   }
   if (gw_f32) gw = gw.to(w.scalar_type());

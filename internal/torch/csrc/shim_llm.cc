@@ -43,6 +43,7 @@
 #include "shim.h"
 #include "tensor_impl.hpp"
 #include "cpu_kernels.hpp"
+#include "gemm.hpp"
 #include "op_errors.hpp"
 #include "train_ops.hpp"
 
@@ -228,7 +229,7 @@ bool skinny_ok(const at::Tensor& x, const at::Tensor& w) {
 // linear for the decode path: skinny kernel when it applies, else at::linear.
 at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   if (!skinny_ok(x, w) || (b.defined() && (b.scalar_type() != at::kFloat || !b.is_contiguous()))) {
-    return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+    return tt_gemm::linear(x, w, b);
   }
   const int64_t K = w.size(1), N = w.size(0);
   at::Tensor xc = x.contiguous();
