@@ -242,7 +242,14 @@ func bestDecode(m *llm.Model, prompts [][]int, n, reps int) (float64, error) {
 	return best, nil
 }
 
-// trainStep is the best of reps training steps (after one warm-up) of m at
+// trainWarmup is the untimed training steps before the timed ones (as
+// qwen_peer.py's TRAIN_WARMUP): the first steps grow the heap (gradients,
+// then AdamW's state), and on this project's VMs a fresh page costs
+// microseconds, so the first two steps run up to twice as long as the
+// steady state a training run lives in.
+const trainWarmup = 2
+
+// trainStep is the best of reps training steps (after trainWarmup) of m at
 // the row's batch.
 func trainStep(m *llm.Model, r QwenRow, reps int) (time.Duration, error) {
 	tr, err := llmbench.NewTrainer(m, r.TrB, r.TrT, 1e-4)
@@ -250,7 +257,7 @@ func trainStep(m *llm.Model, r QwenRow, reps int) (time.Duration, error) {
 		return 0, err
 	}
 	defer tr.Close()
-	return TimeStep(func() error { _, err := tr.Step(); return err }, 1, reps)
+	return TimeStep(func() error { _, err := tr.Step(); return err }, trainWarmup, reps)
 }
 
 // UpdateResult is one RL update's cost in a fresh process.
