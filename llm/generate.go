@@ -217,6 +217,9 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	cur := torch.NewScope()
 	defer func() { cur.Close() }()
 	logits := m.prefill(cur, w, sh, ids, pos, kbias, caches)
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("llm: generate: prefill: %w", err)
+	}
 	rows := make([]int, B) // batch row -> sequence
 	for i := range rows {
 		rows[i] = i
