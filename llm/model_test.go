@@ -585,6 +585,31 @@ func TestGenerateBFloat16(t *testing.T) {
 	}
 }
 
+// With two intra-op threads the prefill's attention runs its (batch row, KV
+// head) pairs as parallel tasks under the caller's inference mode: greedy
+// generation of a batch equals the one-thread run's, token for token.
+func TestGenerateTwoThreads(t *testing.T) {
+	m := tinyModel(t, 31, false)
+	defer m.Close()
+	prompts := [][]int{{1, 2, 3, 4}, {5, 6}, {7}}
+	gen := func() []GenResult {
+		res, err := m.Generate(context.Background(), nil, prompts, GenOptions{MaxNewTokens: 5, IgnoreEOS: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	one := gen()
+	torch.SetNumThreads(2)
+	defer torch.SetNumThreads(1)
+	two := gen()
+	for i := range prompts {
+		if fmt.Sprint(one[i].IDs) != fmt.Sprint(two[i].IDs) {
+			t.Errorf("prompt %d: 1 thread %v, 2 threads %v", i, one[i].IDs, two[i].IDs)
+		}
+	}
+}
+
 // Under bf16 mixed precision generation computes in bf16 (weights cast per
 // call, bf16 KV caches): greedy decoding with the cache equals greedy
 // recomputation by the mixed-precision forward, and its log-probs are bf16's,

@@ -63,6 +63,11 @@ func fusedCases() []fusedCase {
 		attn(5, 9, 4),     // a continuation after 4 cached keys
 		attn(1, 9, 8),     // one decode step
 		attn(200, 200, 0), // several blocks of query times
+		// one (batch row, KV head) pair: the blocks in sequence with threaded
+		// GEMMs (the cases above run their pairs as parallel tasks)
+		{"GQAAttention/one pair", [][]int64{{1, 3, 150, D}, {1, 1, 150, D}, {1, 1, 150, D}}, func(s *Scope, in []*Tensor) *Tensor {
+			return s.GQAAttention(in[0], in[1], in[2], keyBias(s, 1, 150), 0, 1/math.Sqrt(D))
+		}},
 	}
 }
 

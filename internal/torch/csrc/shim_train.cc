@@ -24,6 +24,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/matmul.h>
@@ -43,6 +44,7 @@
 #include <vector>
 
 #include "cpu_kernels.hpp"
+#include "gemm.hpp"
 #include "op_errors.hpp"
 #include "shim.h"
 #include "tensor_impl.hpp"
@@ -560,6 +562,37 @@ TT_AVX void attn_bwd_rows(T* S, T* dP, int64_t rows, int64_t n, int64_t Lj, int6
   });
 }
 
+// mm is op(a) op(b) as a new tensor, through gemm.hpp (oneDNN for float32).
+at::Tensor mm(const at::Tensor& a, bool ta, const at::Tensor& b, bool tb) {
+  at::Tensor c = at::empty({a.size(ta ? 1 : 0), b.size(tb ? 0 : 1)}, a.options());
+  tt_gemm::mm_into(a, ta, b, tb, c, 0.f);
+  return c;
+}
+
+// for_each_pair runs fn(b, kv) for every (batch row, KV head) pair. With at
+// least as many pairs as intra-op threads the pairs are the parallel tasks
+// and each block's GEMMs and row passes run on their task's thread (at a
+// Qwen2.5-0.5B layer's 1 x 512, 14/2 heads, this measured 2-3x faster than
+// threading each small GEMM: their inner dim is the head dim, 64); with
+// fewer, one pair after another with threaded GEMMs and row passes. A pair
+// writes only its own blocks (out, lse; gq, and its slices of gk and gv), so
+// tasks share nothing. Grad and inference mode are thread-local, so the
+// tasks run under the caller's (the workers' own would record autograd
+// history, or refuse to write an inference tensor).
+template <class F>
+void for_each_pair(const Geometry& g, const F& fn) {
+  const int64_t pairs = g.B * g.KV;
+  if (pairs > 1 && pairs >= at::get_num_threads()) {
+    const at::ThreadLocalState tls;
+    at::parallel_for(0, pairs, 1, [&](int64_t lo, int64_t hi) {
+      at::ThreadLocalStateGuard guard(tls);
+      for (int64_t p = lo; p < hi; p++) fn(p / g.KV, p % g.KV);
+    });
+  } else {
+    for (int64_t p = 0; p < pairs; p++) fn(p / g.KV, p % g.KV);
+  }
+}
+
 // The keys block [0, Lj) of query times [t0, t0+n) for batch row with first key f.
 int64_t block_keys(const Geometry& g, int64_t t0, int64_t n, int64_t f) {
   return g.off + t0 < f ? g.Lk : g.lim(t0 + n - 1);
@@ -583,20 +616,19 @@ at::Tensor attn_forward(const at::Tensor& q, const at::Tensor& k, const at::Tens
   at::Tensor kb = kbias.narrow(1, 0, g.Lk).to(at::kFloat).contiguous();
   const float* kbp = kb.data_ptr<float>();
   std::vector<int64_t> first = first_keys(kbp, g.Lk, g);
-  for (int64_t b = 0; b < g.B; b++)
-    for (int64_t kv = 0; kv < g.KV; kv++) {
+  for_each_pair(g, [&](int64_t b, int64_t kv) {
       const at::Tensor K = k[b][kv], V = v[b][kv];
       for (int64_t t0 = 0; t0 < g.T; t0 += kChunk) {
         const int64_t n = std::min(kChunk, g.T - t0), Lj = block_keys(g, t0, n, first[(size_t)b]);
-        at::Tensor S = at::mm(q_block(q, g, b, kv, t0, n), K.narrow(0, 0, Lj).t());
+        at::Tensor S = mm(q_block(q, g, b, kv, t0, n), false, K.narrow(0, 0, Lj), true);
         by_dtype(S.scalar_type(), [&](auto z) {
           using T = decltype(z);
           attn_fwd_rows<T>(ptr<T>(S), g.G * n, n, Lj, t0, kbp + b * g.Lk, g, first[(size_t)b],
                            lse.data_ptr<float>() + (b * g.H + kv * g.G) * g.T, g.T);
         });
-        o_block(out, g, b, kv, t0, n).copy_(at::mm(S, V.narrow(0, 0, Lj)).view({g.G, n, g.D}));
+        o_block(out, g, b, kv, t0, n).copy_(mm(S, false, V.narrow(0, 0, Lj), false).view({g.G, n, g.D}));
       }
-    }
+  });
   if (lse_out) *lse_out = lse;
   return out;
 }
@@ -626,8 +658,7 @@ struct Attention : public torch::autograd::Function<Attention> {
     at::Tensor gq = at::empty(q.sizes(), q.options());
     at::Tensor gk = at::zeros(k.sizes(), k.options().dtype(at::kFloat));
     at::Tensor gv = at::zeros(v.sizes(), v.options().dtype(at::kFloat));
-    for (int64_t b = 0; b < g.B; b++)
-      for (int64_t kv = 0; kv < g.KV; kv++) {
+    for_each_pair(g, [&](int64_t b, int64_t kv) {
         const at::Tensor K = k[b][kv], V = v[b][kv];
         at::Tensor gK = gk[b][kv], gV = gv[b][kv];
         for (int64_t t0 = 0; t0 < g.T; t0 += kChunk) {
@@ -635,8 +666,8 @@ struct Attention : public torch::autograd::Function<Attention> {
           const at::Tensor Q = q_block(q, g, b, kv, t0, n);
           const at::Tensor dO = o_block(gO, g, b, kv, t0, n).reshape({g.G * n, g.D});
           const at::Tensor Kj = K.narrow(0, 0, Lj), Vj = V.narrow(0, 0, Lj);
-          at::Tensor S = at::mm(Q, Kj.t());
-          at::Tensor dP = at::mm(dO, Vj.t());
+          at::Tensor S = mm(Q, false, Kj, true);
+          at::Tensor dP = mm(dO, false, Vj, true);
           by_dtype(S.scalar_type(), [&](auto z) {
             using T = decltype(z);
             attn_bwd_rows<T>(ptr<T>(S), ptr<T>(dP), g.G * n, n, Lj, t0, kbp + b * g.Lk, g,
@@ -644,15 +675,15 @@ struct Attention : public torch::autograd::Function<Attention> {
           });
           at::Tensor gVj = gV.narrow(0, 0, Lj), gKj = gK.narrow(0, 0, Lj);
           if (f32) {
-            gVj.addmm_(S.t(), dO);
-            gKj.addmm_(dP.t(), Q);
+            tt_gemm::mm_into(S, true, dO, false, gVj, 1.f);
+            tt_gemm::mm_into(dP, true, Q, false, gKj, 1.f);
           } else {
             gVj.add_(at::mm(S.t(), dO));
             gKj.add_(at::mm(dP.t(), Q));
           }
-          gq[b].narrow(0, kv * g.G, g.G).narrow(1, t0, n).copy_(at::mm(dP, Kj).view({g.G, n, g.D}));
+          gq[b].narrow(0, kv * g.G, g.G).narrow(1, t0, n).copy_(mm(dP, false, Kj, false).view({g.G, n, g.D}));
         }
-      }
+    });
     if (!f32) {
       gk = gk.to(k.scalar_type());
       gv = gv.to(v.scalar_type());
