@@ -617,17 +617,17 @@ at::Tensor attn_forward(const at::Tensor& q, const at::Tensor& k, const at::Tens
   const float* kbp = kb.data_ptr<float>();
   std::vector<int64_t> first = first_keys(kbp, g.Lk, g);
   for_each_pair(g, [&](int64_t b, int64_t kv) {
-      const at::Tensor K = k[b][kv], V = v[b][kv];
-      for (int64_t t0 = 0; t0 < g.T; t0 += kChunk) {
-        const int64_t n = std::min(kChunk, g.T - t0), Lj = block_keys(g, t0, n, first[(size_t)b]);
-        at::Tensor S = mm(q_block(q, g, b, kv, t0, n), false, K.narrow(0, 0, Lj), true);
-        by_dtype(S.scalar_type(), [&](auto z) {
-          using T = decltype(z);
-          attn_fwd_rows<T>(ptr<T>(S), g.G * n, n, Lj, t0, kbp + b * g.Lk, g, first[(size_t)b],
-                           lse.data_ptr<float>() + (b * g.H + kv * g.G) * g.T, g.T);
-        });
-        o_block(out, g, b, kv, t0, n).copy_(mm(S, false, V.narrow(0, 0, Lj), false).view({g.G, n, g.D}));
-      }
+    const at::Tensor K = k[b][kv], V = v[b][kv];
+    for (int64_t t0 = 0; t0 < g.T; t0 += kChunk) {
+      const int64_t n = std::min(kChunk, g.T - t0), Lj = block_keys(g, t0, n, first[(size_t)b]);
+      at::Tensor S = mm(q_block(q, g, b, kv, t0, n), false, K.narrow(0, 0, Lj), true);
+      by_dtype(S.scalar_type(), [&](auto z) {
+        using T = decltype(z);
+        attn_fwd_rows<T>(ptr<T>(S), g.G * n, n, Lj, t0, kbp + b * g.Lk, g, first[(size_t)b],
+                         lse.data_ptr<float>() + (b * g.H + kv * g.G) * g.T, g.T);
+      });
+      o_block(out, g, b, kv, t0, n).copy_(mm(S, false, V.narrow(0, 0, Lj), false).view({g.G, n, g.D}));
+    }
   });
   if (lse_out) *lse_out = lse;
   return out;
@@ -659,30 +659,30 @@ struct Attention : public torch::autograd::Function<Attention> {
     at::Tensor gk = at::zeros(k.sizes(), k.options().dtype(at::kFloat));
     at::Tensor gv = at::zeros(v.sizes(), v.options().dtype(at::kFloat));
     for_each_pair(g, [&](int64_t b, int64_t kv) {
-        const at::Tensor K = k[b][kv], V = v[b][kv];
-        at::Tensor gK = gk[b][kv], gV = gv[b][kv];
-        for (int64_t t0 = 0; t0 < g.T; t0 += kChunk) {
-          const int64_t n = std::min(kChunk, g.T - t0), Lj = block_keys(g, t0, n, first[(size_t)b]);
-          const at::Tensor Q = q_block(q, g, b, kv, t0, n);
-          const at::Tensor dO = o_block(gO, g, b, kv, t0, n).reshape({g.G * n, g.D});
-          const at::Tensor Kj = K.narrow(0, 0, Lj), Vj = V.narrow(0, 0, Lj);
-          at::Tensor S = mm(Q, false, Kj, true);
-          at::Tensor dP = mm(dO, false, Vj, true);
-          by_dtype(S.scalar_type(), [&](auto z) {
-            using T = decltype(z);
-            attn_bwd_rows<T>(ptr<T>(S), ptr<T>(dP), g.G * n, n, Lj, t0, kbp + b * g.Lk, g,
-                             lse.data_ptr<float>() + (b * g.H + kv * g.G) * g.T, g.T);
-          });
-          at::Tensor gVj = gV.narrow(0, 0, Lj), gKj = gK.narrow(0, 0, Lj);
-          if (f32) {
-            tt_gemm::mm_into(S, true, dO, false, gVj, 1.f);
-            tt_gemm::mm_into(dP, true, Q, false, gKj, 1.f);
-          } else {
-            gVj.add_(at::mm(S.t(), dO));
-            gKj.add_(at::mm(dP.t(), Q));
-          }
-          gq[b].narrow(0, kv * g.G, g.G).narrow(1, t0, n).copy_(mm(dP, false, Kj, false).view({g.G, n, g.D}));
+      const at::Tensor K = k[b][kv], V = v[b][kv];
+      at::Tensor gK = gk[b][kv], gV = gv[b][kv];
+      for (int64_t t0 = 0; t0 < g.T; t0 += kChunk) {
+        const int64_t n = std::min(kChunk, g.T - t0), Lj = block_keys(g, t0, n, first[(size_t)b]);
+        const at::Tensor Q = q_block(q, g, b, kv, t0, n);
+        const at::Tensor dO = o_block(gO, g, b, kv, t0, n).reshape({g.G * n, g.D});
+        const at::Tensor Kj = K.narrow(0, 0, Lj), Vj = V.narrow(0, 0, Lj);
+        at::Tensor S = mm(Q, false, Kj, true);
+        at::Tensor dP = mm(dO, false, Vj, true);
+        by_dtype(S.scalar_type(), [&](auto z) {
+          using T = decltype(z);
+          attn_bwd_rows<T>(ptr<T>(S), ptr<T>(dP), g.G * n, n, Lj, t0, kbp + b * g.Lk, g,
+                           lse.data_ptr<float>() + (b * g.H + kv * g.G) * g.T, g.T);
+        });
+        at::Tensor gVj = gV.narrow(0, 0, Lj), gKj = gK.narrow(0, 0, Lj);
+        if (f32) {
+          tt_gemm::mm_into(S, true, dO, false, gVj, 1.f);
+          tt_gemm::mm_into(dP, true, Q, false, gKj, 1.f);
+        } else {
+          gVj.add_(at::mm(S.t(), dO));
+          gKj.add_(at::mm(dP.t(), Q));
         }
+        gq[b].narrow(0, kv * g.G, g.G).narrow(1, t0, n).copy_(mm(dP, false, Kj, false).view({g.G, n, g.D}));
+      }
     });
     if (!f32) {
       gk = gk.to(k.scalar_type());
