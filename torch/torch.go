@@ -176,9 +176,9 @@ func NativeBF16Matmul() bool {
 	return (cpu.X86.HasAMXBF16 || cpu.X86.HasAVX512BF16) && csrc.MKLDNNEnabled()
 }
 
-// OneDNNSgemm reports whether float32 CPU linear layers (and the fused LM
-// head's backward) compute their matrix products with oneDNN's sgemm rather
-// than libtorch's BLAS: true where libtorch links oneDNN as a shared library
+// OneDNNSgemm reports whether float32 CPU linear layers, the fused
+// attention and the fused LM head's backward compute their matrix products
+// with oneDNN's sgemm rather than libtorch's BLAS: true where libtorch links oneDNN as a shared library
 // (Debian's libtorch does), unless RAGEN_GEMM=aten was set when the process
 // started. On a 2-core AVX-512 machine it measured 5-15% faster on a Qwen
 // layer's training products.

@@ -7,8 +7,9 @@
 // measures 5-15% faster on this project's 2-core machine, most on the
 // backward's products. libtorch_cpu already links oneDNN, so its C entry
 // point dnnl_sgemm is looked up at run time; where it is absent (a libtorch
-// that links oneDNN statically, as the PyTorch wheels do) or turned off
-// (RAGEN_GEMM=aten), everything here falls back to the ATen op it replaces.
+// that links oneDNN statically without exporting it, as PyTorch's wheels may)
+// or turned off (RAGEN_GEMM=aten), everything here falls back to the ATen op
+// it replaces.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -183,7 +183,7 @@ tt_err tt_gqa_attention(tt_tensor q, tt_tensor k, tt_tensor v, tt_tensor kbias, 
 int tt_cuda_available(void);
 // 1 when libtorch has oneDNN (MKL-DNN) and may use it: bfloat16 CPU matmuls run there.
 int tt_mkldnn_enabled(void);
-// 1 when float32 CPU linears and head products take oneDNN's sgemm (gemm.hpp).
+// 1 when float32 CPU linear, attention and head products take oneDNN's sgemm (gemm.hpp).
 int tt_onednn_sgemm(void);
 int tt_cuda_device_count(void);
 const char* tt_version(void);
