@@ -24,6 +24,9 @@ bool available();
 // oneDNN when available, else at::mm / addmm_ into c.
 void mm_into(const at::Tensor& a, bool ta, const at::Tensor& b, bool tb, at::Tensor& c, float beta);
 
+// mm is op(a) op(b) as a new tensor of a's options, by mm_into.
+at::Tensor mm(const at::Tensor& a, bool ta, const at::Tensor& b, bool tb);
+
 // linear is at::linear(x, w, b) (b may be undefined); for a float32 CPU x
 // and w its forward and backward products take mm_into, as one autograd
 // node that saves what at::linear's saves (x and w).

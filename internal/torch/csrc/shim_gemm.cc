@@ -106,6 +106,12 @@ void mm_into(const at::Tensor& a, bool ta, const at::Tensor& b, bool tb, at::Ten
   if (st != 0) throw std::runtime_error("oneDNN sgemm failed with status " + std::to_string(st));
 }
 
+at::Tensor mm(const at::Tensor& a, bool ta, const at::Tensor& b, bool tb) {
+  at::Tensor c = at::empty({a.size(ta ? 1 : 0), b.size(tb ? 0 : 1)}, a.options());
+  mm_into(a, ta, b, tb, c, 0.f);
+  return c;
+}
+
 }  // namespace tt_gemm
 
 namespace {
@@ -142,15 +148,8 @@ variable_list linear_bwd(AutogradContext* ctx, const variable_list& g, bool has_
   variable_list out(has_bias ? 3 : 2);
   if (!g[0].defined()) return out;
   const at::Tensor gy = g[0].reshape({-1, w.size(0)});
-  if (ctx->needs_input_grad(0)) {
-    at::Tensor gx = at::empty({x2.size(0), w.size(1)}, x2.options());
-    tt_gemm::mm_into(gy, false, w, false, gx, 0.f);
-    out[0] = gx.view(shape);
-  }
-  if (ctx->needs_input_grad(1)) {
-    out[1] = at::empty(w.sizes(), w.options());
-    tt_gemm::mm_into(gy, true, x2, false, out[1], 0.f);
-  }
+  if (ctx->needs_input_grad(0)) out[0] = tt_gemm::mm(gy, false, w, false).view(shape);
+  if (ctx->needs_input_grad(1)) out[1] = tt_gemm::mm(gy, true, x2, false);
   if (has_bias && ctx->needs_input_grad(2)) out[2] = gy.sum(0);
   return out;
 }

@@ -327,19 +327,19 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& kc, const at:
   at::Tensor out = at::empty({B, H, 1, D}, qc.options());
   const float *qp = qc.data_ptr<float>(), *bp = bc.data_ptr<float>();
   float* op = out.data_ptr<float>();
-  const bool bf = kc.scalar_type() == at::kBFloat16;
-  at::parallel_for(0, B * H, 1, [&](int64_t lo, int64_t hi) {
-    std::vector<float> sc((size_t)Lk);
-    for (int64_t i = lo; i < hi; i++) {
-      if (bf)
-        attend_rows(qp, reinterpret_cast<const uint16_t*>(kc.data_ptr()), reinterpret_cast<const uint16_t*>(vc.data_ptr()),
-                    bp + (i / H) * Lk, op, H, KV, Lmax, Lk, D, (float)scale, i / H, i % H, sc.data());
-      else
-        attend_rows(qp, kc.data_ptr<float>(), vc.data_ptr<float>(), bp + (i / H) * Lk, op, H, KV, Lmax, Lk, D,
-                    (float)scale, i / H, i % H, sc.data());
-    }
-  });
-  return bf ? out.to(at::kBFloat16) : out;
+  auto run = [&](const auto* kp, const auto* vp) {
+    at::parallel_for(0, B * H, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<float> sc((size_t)Lk);
+      for (int64_t i = lo; i < hi; i++)
+        attend_rows(qp, kp, vp, bp + (i / H) * Lk, op, H, KV, Lmax, Lk, D, (float)scale, i / H, i % H, sc.data());
+    });
+  };
+  if (kc.scalar_type() != at::kBFloat16) {
+    run(kc.data_ptr<float>(), vc.data_ptr<float>());
+    return out;
+  }
+  run(reinterpret_cast<const uint16_t*>(kc.data_ptr()), reinterpret_cast<const uint16_t*>(vc.data_ptr()));
+  return out.to(at::kBFloat16);
 }
 
 bool decode_attention_ok(const at::Tensor& q, const at::Tensor& kc, const at::Tensor& vc, const at::Tensor& kb) {

@@ -562,13 +562,6 @@ TT_AVX void attn_bwd_rows(T* S, T* dP, int64_t rows, int64_t n, int64_t Lj, int6
   });
 }
 
-// mm is op(a) op(b) as a new tensor, through gemm.hpp (oneDNN for float32).
-at::Tensor mm(const at::Tensor& a, bool ta, const at::Tensor& b, bool tb) {
-  at::Tensor c = at::empty({a.size(ta ? 1 : 0), b.size(tb ? 0 : 1)}, a.options());
-  tt_gemm::mm_into(a, ta, b, tb, c, 0.f);
-  return c;
-}
-
 // for_each_pair runs fn(b, kv) for every (batch row, KV head) pair. With at
 // least as many pairs as intra-op threads the pairs are the parallel tasks
 // and each block's GEMMs and row passes run on their task's thread (at a
@@ -620,13 +613,13 @@ at::Tensor attn_forward(const at::Tensor& q, const at::Tensor& k, const at::Tens
     const at::Tensor K = k[b][kv], V = v[b][kv];
     for (int64_t t0 = 0; t0 < g.T; t0 += kChunk) {
       const int64_t n = std::min(kChunk, g.T - t0), Lj = block_keys(g, t0, n, first[(size_t)b]);
-      at::Tensor S = mm(q_block(q, g, b, kv, t0, n), false, K.narrow(0, 0, Lj), true);
+      at::Tensor S = tt_gemm::mm(q_block(q, g, b, kv, t0, n), false, K.narrow(0, 0, Lj), true);
       by_dtype(S.scalar_type(), [&](auto z) {
         using T = decltype(z);
         attn_fwd_rows<T>(ptr<T>(S), g.G * n, n, Lj, t0, kbp + b * g.Lk, g, first[(size_t)b],
                          lse.data_ptr<float>() + (b * g.H + kv * g.G) * g.T, g.T);
       });
-      o_block(out, g, b, kv, t0, n).copy_(mm(S, false, V.narrow(0, 0, Lj), false).view({g.G, n, g.D}));
+      o_block(out, g, b, kv, t0, n).copy_(tt_gemm::mm(S, false, V.narrow(0, 0, Lj), false).view({g.G, n, g.D}));
     }
   });
   if (lse_out) *lse_out = lse;
@@ -666,8 +659,8 @@ struct Attention : public torch::autograd::Function<Attention> {
         const at::Tensor Q = q_block(q, g, b, kv, t0, n);
         const at::Tensor dO = o_block(gO, g, b, kv, t0, n).reshape({g.G * n, g.D});
         const at::Tensor Kj = K.narrow(0, 0, Lj), Vj = V.narrow(0, 0, Lj);
-        at::Tensor S = mm(Q, false, Kj, true);
-        at::Tensor dP = mm(dO, false, Vj, true);
+        at::Tensor S = tt_gemm::mm(Q, false, Kj, true);
+        at::Tensor dP = tt_gemm::mm(dO, false, Vj, true);
         by_dtype(S.scalar_type(), [&](auto z) {
           using T = decltype(z);
           attn_bwd_rows<T>(ptr<T>(S), ptr<T>(dP), g.G * n, n, Lj, t0, kbp + b * g.Lk, g,
@@ -681,7 +674,7 @@ struct Attention : public torch::autograd::Function<Attention> {
           gVj.add_(at::mm(S.t(), dO));
           gKj.add_(at::mm(dP.t(), Q));
         }
-        gq[b].narrow(0, kv * g.G, g.G).narrow(1, t0, n).copy_(mm(dP, false, Kj, false).view({g.G, n, g.D}));
+        gq[b].narrow(0, kv * g.G, g.G).narrow(1, t0, n).copy_(tt_gemm::mm(dP, false, Kj, false).view({g.G, n, g.D}));
       }
     });
     if (!f32) {
