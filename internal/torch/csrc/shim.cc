@@ -788,12 +788,18 @@ int tt_set_grad_enabled(int enabled) {
 
 int tt_grad_enabled(void) { return c10::GradMode::is_enabled() ? 1 : 0; }
 
+// O3 for the hand-vectorised loops below comes from a pragma, not an
+// optimize("O3") attribute: GCC 14 refuses to inline the always_inline
+// intrinsics into a function whose attributes carry optimize() next to
+// target() ("target specific option mismatch").
+#pragma GCC push_options
+#pragma GCC optimize("O3")
 // One pass of AdamW over float32 spans (p, g, m, v of n elements) with the
 // operations of the ATen sequence below in the same order: m by a fused
 // multiply-add as ATen's vectorised add(alpha) does, the rest as separately
 // rounded float32 operations, the tail like the vector body, so an element's
 // result does not depend on where it sits (sharded or not).
-__attribute__((target("avx2,fma"), optimize("O3"))) void adamw_span(float* p, const float* g, float* m, float* v,
+__attribute__((target("avx2,fma"))) void adamw_span(float* p, const float* g, float* m, float* v,
                                                                     int64_t n, float decay, float b1, float omb1,
                                                                     float b2, float omb2, float bc2s, float eps,
                                                                     float step) {
@@ -822,6 +828,8 @@ __attribute__((target("avx2,fma"), optimize("O3"))) void adamw_span(float* p, co
     v[i] = vi;
   }
 }
+
+#pragma GCC pop_options
 
 bool adamw_fast_ok(const at::Tensor& p, const at::Tensor& g, const at::Tensor& m, const at::Tensor& v) {
   for (const at::Tensor* t : {&p, &g, &m, &v})

@@ -100,8 +100,14 @@ struct RowSums {
   double s = 0, z = 0;
 };
 
+// O3 for the hand-vectorised loops below comes from a pragma, not an
+// optimize("O3") attribute: GCC 14 refuses to inline the always_inline
+// intrinsics into a function whose attributes carry optimize() next to
+// target() ("target specific option mismatch").
+#pragma GCC push_options
+#pragma GCC optimize("O3")
 // Scales row z (length V) by inv_t in place and returns its max.
-__attribute__((target("avx2,fma"), optimize("O3"))) float row_scale_max(float* z, int64_t V, float inv_t) {
+__attribute__((target("avx2,fma"))) float row_scale_max(float* z, int64_t V, float inv_t) {
   const int64_t V8 = V & ~int64_t(7);
   __m256 m = _mm256_set1_ps(-INFINITY);
   const __m256 it = _mm256_set1_ps(inv_t);
@@ -123,7 +129,7 @@ __attribute__((target("avx2,fma"), optimize("O3"))) float row_scale_max(float* z
 }
 
 // S = sum exp(z - mx) and, with ent, Z = sum exp(z - mx) * (z - mx).
-__attribute__((target("avx2,fma"), optimize("O3"))) RowSums row_exp_sums(const float* z, int64_t V, float mx, bool ent) {
+__attribute__((target("avx2,fma"))) RowSums row_exp_sums(const float* z, int64_t V, float mx, bool ent) {
   RowSums r;
   const __m256 vm = _mm256_set1_ps(mx);
   const int64_t V8 = V & ~int64_t(7);
@@ -148,7 +154,7 @@ __attribute__((target("avx2,fma"), optimize("O3"))) RowSums row_exp_sums(const f
   return r;
 }
 
-__attribute__((target("avx2,fma"), optimize("O3"))) void row_sub(float* z, int64_t V, float c) {
+__attribute__((target("avx2,fma"))) void row_sub(float* z, int64_t V, float c) {
   const __m256 vc = _mm256_set1_ps(c);
   const int64_t V8 = V & ~int64_t(7);
   for (int64_t i = 0; i < V8; i += 8) _mm256_storeu_ps(z + i, _mm256_sub_ps(_mm256_loadu_ps(z + i), vc));
@@ -156,7 +162,7 @@ __attribute__((target("avx2,fma"), optimize("O3"))) void row_sub(float* z, int64
 }
 
 // z = z * inv_t - c in place.
-__attribute__((target("avx2,fma"), optimize("O3"))) void row_scale_sub(float* z, int64_t V, float inv_t, float c) {
+__attribute__((target("avx2,fma"))) void row_scale_sub(float* z, int64_t V, float inv_t, float c) {
   const __m256 vt = _mm256_set1_ps(inv_t), vc = _mm256_set1_ps(c);
   const int64_t V8 = V & ~int64_t(7);
   for (int64_t i = 0; i < V8; i += 8) _mm256_storeu_ps(z + i, _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(z + i), vt), vc));
@@ -164,7 +170,7 @@ __attribute__((target("avx2,fma"), optimize("O3"))) void row_scale_sub(float* z,
 }
 
 // gz = exp(ls) * (c - b * ls) * inv_t in place of ls; then gz[id] += a * inv_t.
-__attribute__((target("avx2,fma"), optimize("O3"))) void row_grad(float* ls, int64_t V, float a, float b, float c,
+__attribute__((target("avx2,fma"))) void row_grad(float* ls, int64_t V, float a, float b, float c,
                                                                   float inv_t, int64_t id) {
   const __m256 vc = _mm256_set1_ps(c), vb = _mm256_set1_ps(b), vt = _mm256_set1_ps(inv_t);
   const int64_t V8 = V & ~int64_t(7);
@@ -176,6 +182,8 @@ __attribute__((target("avx2,fma"), optimize("O3"))) void row_grad(float* ls, int
   for (int64_t i = V8; i < V; i++) ls[i] = std::exp(ls[i]) * (c - b * ls[i]) * inv_t;
   ls[id] += a * inv_t;
 }
+
+#pragma GCC pop_options
 
 // Rows per GEMM: every chunk's GEMM streams (and OpenBLAS packs) the whole
 // head again, so chunks cost time: none when all the logits are kept anyway,

@@ -113,9 +113,14 @@ at::Tensor add_lora(at::Tensor y, const at::Tensor& x, const LoRA& lo, int li, i
 // step of attention over the KV cache in a single pass (scores, softmax,
 // weighted sum) instead of two batched GEMMs that each pack the cache.
 
+// O3 for the tiles below comes from a pragma, not an optimize("O3")
+// attribute: GCC 14 refuses to inline the always_inline intrinsics into a
+// function whose attributes carry optimize() next to target().
+#pragma GCC push_options
+#pragma GCC optimize("O3")
 // One MT x NT tile: y[m0+i, n0+j] = b[n0+j] + sum_k x[m0+i,k] w[n0+j,k].
 template <int MT, int NT>
-__attribute__((target("avx2,fma"), optimize("O3"), always_inline)) inline void tile(
+__attribute__((target("avx2,fma"), always_inline)) inline void tile(
     const float* x, int64_t K, const float* w, const float* b, float* y, int64_t N, int64_t m0, int64_t n0) {
   const int64_t K8 = K & ~int64_t(7);
   __m256 acc[MT][NT];
@@ -138,7 +143,7 @@ __attribute__((target("avx2,fma"), optimize("O3"), always_inline)) inline void t
 }
 
 template <int NT>
-__attribute__((target("avx2,fma"), optimize("O3"))) void tile_col(const float* x, int64_t M, int64_t K, const float* w,
+__attribute__((target("avx2,fma"))) void tile_col(const float* x, int64_t M, int64_t K, const float* w,
                                                                   const float* b, float* y, int64_t N, int64_t n0) {
   int64_t m = 0;
   for (; m + 3 <= M; m += 3) tile<3, NT>(x, K, w, b, y, N, m, n0);
@@ -167,7 +172,7 @@ bool cpu_has_avx512() {
 }
 
 template <int MT, int NT>
-__attribute__((target("avx512f"), optimize("O3"), always_inline)) inline void tile512(
+__attribute__((target("avx512f"), always_inline)) inline void tile512(
     const float* x, int64_t K, const float* w, const float* b, float* y, int64_t N, int64_t m0, int64_t n0) {
   __m512 acc[MT][NT];
   for (int i = 0; i < MT; i++)
@@ -199,7 +204,7 @@ __attribute__((target("avx512f"), optimize("O3"), always_inline)) inline void ti
 }
 
 template <int NT>
-__attribute__((target("avx512f"), optimize("O3"))) void tile512_col(const float* x, int64_t M, int64_t K,
+__attribute__((target("avx512f"))) void tile512_col(const float* x, int64_t M, int64_t K,
                                                                       const float* w, const float* b, float* y,
                                                                       int64_t N, int64_t n0) {
   int64_t m = 0;
@@ -210,6 +215,8 @@ __attribute__((target("avx512f"), optimize("O3"))) void tile512_col(const float*
     case 1: tile512<1, NT>(x, K, w, b, y, N, m, n0); break;
   }
 }
+
+#pragma GCC pop_options
 
 void skinny_rows512(const float* x, int64_t M, int64_t K, const float* w, const float* b, float* y, int64_t N,
                     int64_t n0, int64_t n1) {
