@@ -143,7 +143,10 @@ func TestTorchrun(t *testing.T) {
 	// --redirects 1 --tee 1: Debian's torchrun 1.13 on Python >= 3.11 fails
 	// on the default "0" (Std.from_str returns None for IntFlag 0).
 	c := exec.CommandContext(ctx, tr, "--no_python", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2", "--master_port", strconv.Itoa(mustFreePort(t)), os.Args[0], "-test.run=^$")
-	c.Env = append(os.Environ(), "RAGEN_LAUNCH_TEST_WORKER=1", "RAGEN_LAUNCH_TEST_OUT="+out)
+	// USE_LIBUV=0: torchrun 2.4+ asks for the libuv TCPStore by default,
+	// which Debian's 2.6 build lacks (the ranks' own store falls back by
+	// itself, dist.cc)
+	c.Env = append(os.Environ(), "RAGEN_LAUNCH_TEST_WORKER=1", "RAGEN_LAUNCH_TEST_OUT="+out, "USE_LIBUV=0")
 	b, err := c.CombinedOutput()
 	if err != nil {
 		t.Fatalf("torchrun: %v\n%s", err, b)

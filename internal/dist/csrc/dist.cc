@@ -93,6 +93,19 @@ static c10d::ReduceOp native_op(int op) {
 
 // ---- stores ----
 
+// without_libuv turns TCPStoreOptions::useLibUV off where the field exists
+// (libtorch 2.2+) and reports whether it did; 1.13 has no such field.
+template <class O>
+static auto without_libuv(O& o, int) -> decltype(o.useLibUV = false, bool()) {
+  if (!o.useLibUV) return false;
+  o.useLibUV = false;
+  return true;
+}
+template <class O>
+static bool without_libuv(O&, long) {
+  return false;
+}
+
 td_err td_store_tcp(const char* host, int port, int is_server, int world, int64_t timeout_ms, td_store* out) {
   TD_TRY("tcp_store", {
     TORCH_CHECK(port > 0 && port < 65536, "port ", port, " out of range 1..65535");
@@ -102,7 +115,17 @@ td_err td_store_tcp(const char* host, int port, int is_server, int world, int64_
     o.numWorkers = static_cast<std::size_t>(world);
     o.waitWorkers = true;
     o.timeout = ms(timeout_ms);
-    auto s = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    c10::intrusive_ptr<c10d::TCPStore> s;
+    try {
+      s = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    } catch (const c10::Error& e) {
+      // libtorch 2.4+ asks for the libuv store backend by default, which
+      // some builds lack (Debian's 2.6): "use_libuv was requested but
+      // PyTorch was build without libuv support". Retry with the classic
+      // backend there; elsewhere keep the default.
+      if (std::string(e.what()).find("libuv") == std::string::npos || !without_libuv(o, 0)) throw;
+      s = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    }
     *out = new td_store_s{s};
   })
 }
