@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"ragen/torch"
@@ -23,10 +24,27 @@ func Python() string {
 	return "/usr/bin/python3"
 }
 
+// Peer2 is the command line that runs the second PyTorch peer, a PyTorch
+// 2.x next to Debian bookworm's 1.13: RAGEN_PEER2, split on spaces (make
+// bench sets it to the libtorch 2.x chroot's python3, "scripts/torch2.sh
+// run python3"); nil when unset.
+func Peer2() []string {
+	return strings.Fields(os.Getenv("RAGEN_PEER2"))
+}
+
 // RunPeer runs a peer script from bench/ with args and decodes its JSON
 // output (the last line of stdout) into out.
 func RunPeer(dir, script string, out any, args ...string) error {
-	cmd := exec.Command(Python(), append([]string{filepath.Join(dir, script)}, args...)...)
+	return RunPeerWith([]string{Python()}, dir, script, out, args...)
+}
+
+// RunPeerWith is RunPeer with the interpreter's command line given (Peer2).
+func RunPeerWith(python []string, dir, script string, out any, args ...string) error {
+	if len(python) == 0 {
+		return fmt.Errorf("bench: peer %s: no interpreter given", script)
+	}
+	argv := append(append(append([]string{}, python[1:]...), filepath.Join(dir, script)), args...)
+	cmd := exec.Command(python[0], argv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -118,21 +118,58 @@ func RunQwen(cfg RunConfig, w io.Writer) error {
 		bw/1e9, pk.Stream, cfg.PeakFLOPs/1e9, pk.GFlops)
 	fmt.Fprintf(w, "MFU: PaLM's (6N + 12·L·H·Q·T) FLOPs per token x tokens / float32 step time / the float32 matmul peak (the higher of the run's first measurement and one right after the step; the decode bound's bandwidth likewise); bf16 columns: bf16 compute on float32 master weights (training), and generation in bf16 as a mixed-precision model generates, against the PyTorch model cast to bf16\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "model\tparams\tdecode tok/s ragen\tpytorch\tratio\tstep: bandwidth bound / measured\ttrain s ragen\tpytorch\tratio\tMFU ragen (of GFLOP/s)\tbf16 mixed train s ragen\tpytorch autocast\tratio\tbf16 decode tok/s ragen\tpytorch bf16\tratio\t\n")
+	fmt.Fprintf(tw, "model\tparams\tdecode tok/s ragen\tpytorch\tratio\tpytorch2\tratio\tstep: bandwidth bound / measured\ttrain s ragen\tpytorch\tratio\tpytorch2\tratio\tMFU ragen (of GFLOP/s)\tbf16 mixed train s ragen\tpytorch autocast\tratio\tbf16 decode tok/s ragen\tpytorch bf16\tratio\t\n")
+	var versions peerVersions
 	for _, r := range QwenRows() {
-		if err := qwenRow(cfg, tw, r, bw); err != nil {
+		if err := qwenRow(cfg, tw, r, bw, &versions); err != nil {
 			return fmt.Errorf("%s: %w", r.Name, err)
 		}
 		tw.Flush()
 	}
+	p2 := "not run (set RAGEN_PEER2, as make bench does with the libtorch 2.x chroot: make test-torch2)"
+	if versions.second != "" {
+		p2 = "PyTorch " + versions.second + " (" + strings.Join(Peer2(), " ") + ")"
+	}
+	fmt.Fprintf(w, "peers: pytorch = PyTorch %s (%s); pytorch2 = %s; every ratio is that peer's time over ragen's (above 1: ragen faster)\n",
+		versions.first, Python(), p2)
 	return QwenUpdateMemory(cfg, w)
 }
 
-func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
+// peerVersions are the PyTorch versions the two peers reported.
+type peerVersions struct{ first, second string }
+
+// peer2Cells runs the second peer's decode and training step for a row and
+// returns the four cells of its columns (tok/s, ratio, s, ratio), dashes
+// when there is no second peer.
+func peer2Cells(cfg RunConfig, r QwenRow, reps int, dec, train float64, v *peerVersions) ([4]string, error) {
+	cells := [4]string{"-", "-", "-", "-"}
+	p2 := Peer2()
+	if p2 == nil {
+		return cells, nil
+	}
+	var pd, pt struct {
+		Decode float64 `json:"decode_tok_s"`
+		Train  float64 `json:"train_step_s"`
+		Torch  string  `json:"torch"`
+	}
+	if err := RunPeerWith(p2, cfg.Dir, "qwen_peer.py", &pd, peerArgs("decode", r, reps)...); err != nil {
+		return cells, err
+	}
+	if err := RunPeerWith(p2, cfg.Dir, "qwen_peer.py", &pt, peerArgs("train", r, reps)...); err != nil {
+		return cells, err
+	}
+	v.second = pd.Torch
+	cells[0], cells[1] = fmt.Sprintf("%.1f", pd.Decode), fmt.Sprintf("%.2fx", dec/pd.Decode)
+	cells[2], cells[3] = fmt.Sprintf("%.2f", pt.Train), fmt.Sprintf("%.2fx", pt.Train/train)
+	return cells, nil
+}
+
+func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64, versions *peerVersions) error {
 	reps := max(1, min(cfg.Runs, 2))
 	var pd, pt struct {
 		Decode float64 `json:"decode_tok_s"`
 		Train  float64 `json:"train_step_s"`
+		Torch  string  `json:"torch"`
 	}
 	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pd, peerArgs("decode", r, reps)...); err != nil {
 		return err
@@ -177,6 +214,11 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 		return err
 	}
 	m.Close() // before the bf16 model is built; the deferred Close is then a no-op
+	versions.first = pd.Torch
+	p2, err := peer2Cells(cfg, r, reps, dec, d.Seconds(), versions)
+	if err != nil {
+		return err
+	}
 	// the peak again, right after the step: MFU divides by the higher of the
 	// run's two measurements, so a slow moment of a shared machine during
 	// the first one cannot inflate it
@@ -218,9 +260,9 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64) error {
 	// the bound: one step reads every weight and the KV cache at the mean context once
 	boundS := DecodeBytes(r.Cfg, r.DecB, r.DecP+r.DecN/2) / bw
 	mfu := llmbench.TrainFLOPs(r.Cfg, r.TrB, r.TrT) / d.Seconds() / peak
-	fmt.Fprintf(w, "%s\t%.0fM\t%.1f\t%.1f\t%.2fx\t%.1f ms / %.1f ms = %.0f%%\t%.2f\t%.2f\t%.2fx\t%.0f%% of %.0f\t%.2f\t%.2f\t%.2fx\t%.1f\t%.1f\t%.2fx\t\n", r.Name,
-		float64(r.Cfg.ParamCount())/1e6, dec, pd.Decode, dec/pd.Decode, 1e3*boundS, 1e3*stepS, 100*boundS/stepS,
-		d.Seconds(), pt.Train, pt.Train/d.Seconds(), 100*mfu, peak/1e9, db.Seconds(), pb.Train, pb.Train/db.Seconds(),
+	fmt.Fprintf(w, "%s\t%.0fM\t%.1f\t%.1f\t%.2fx\t%s\t%s\t%.1f ms / %.1f ms = %.0f%%\t%.2f\t%.2f\t%.2fx\t%s\t%s\t%.0f%% of %.0f\t%.2f\t%.2f\t%.2fx\t%.1f\t%.1f\t%.2fx\t\n", r.Name,
+		float64(r.Cfg.ParamCount())/1e6, dec, pd.Decode, dec/pd.Decode, p2[0], p2[1], 1e3*boundS, 1e3*stepS, 100*boundS/stepS,
+		d.Seconds(), pt.Train, pt.Train/d.Seconds(), p2[2], p2[3], 100*mfu, peak/1e9, db.Seconds(), pb.Train, pb.Train/db.Seconds(),
 		decb, pdb.Decode, decb/pdb.Decode)
 	return nil
 }
