@@ -16,6 +16,12 @@
 // kills the namespace's PID 1, and so every process in it, when the
 // limit plus a setup allowance passes or ctx ends.
 //
+// The runner gets only stdin, stdout, stderr and its report pipe: before
+// the exec every other descriptor of the calling process is marked
+// close-on-exec (C libraries such as libtorch and Gloo leave files and
+// sockets without it), and the runner closes any extra one again as its
+// first act.
+//
 // Expected outputs never enter the sandbox: the runner reports what each
 // test printed or returned and Go judges it (Judge), so a program cannot
 // read the answers from its own memory.
@@ -169,6 +175,10 @@ type Sandbox struct {
 
 	probeOnce sync.Once
 	probeErr  error
+
+	// keepHostFDs skips markHostFDsCloseOnExec, so tests can check that
+	// the runner's own closing holds alone.
+	keepHostFDs bool
 }
 
 // New checks the config and the interpreter.
@@ -288,6 +298,13 @@ func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
 		return Report{}, fmt.Errorf("sandbox: %w", err)
 	}
 	cmd.ExtraFiles = []*os.File{rw}
+	if !s.keepHostFDs {
+		if err := markHostFDsCloseOnExec(); err != nil {
+			rr.Close()
+			rw.Close()
+			return Report{}, err
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		rr.Close()
 		rw.Close()
