@@ -189,3 +189,91 @@ func TestSweepMarksHostFDsCloseOnExec(t *testing.T) {
 		}
 	}
 }
+
+// Shared memory escapes neither the memory cap nor the sandbox: System V
+// segments and message queues cannot be created (the IPC namespace's
+// limits are 0 and seccomp refuses shmget and msgget) nor the limits
+// raised again, memfd_create is refused, /dev/shm does not exist, and
+// shared anonymous mappings count against the cap over all processes.
+func TestSharedMemory(t *testing.T) {
+	// In both modes: no System V segment or queue, no memfd.
+	const refused = `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+sid = libc.shmget(0, 96 << 20, 0o1600)  # IPC_PRIVATE, IPC_CREAT|0600
+if sid >= 0:
+    print("shmget created", sid)
+    libc.shmctl(sid, 0, None)  # IPC_RMID: leave nothing behind
+else:
+    print("shmget refused", os.strerror(ctypes.get_errno()))
+qid = libc.msgget(0, 0o1600)
+if qid >= 0:
+    print("msgget created", qid)
+    libc.msgctl(qid, 0, None)
+else:
+    print("msgget refused", os.strerror(ctypes.get_errno()))
+try:
+    os.close(os.memfd_create("x"))
+    print("memfd created")
+except OSError as e:
+    print("memfd refused", e)
+`
+	// Only in namespaces (the weak mode runs as the host user, whose
+	// sysctls and /dev/shm these would be): the IPC namespace's limits
+	// cannot be raised again, and there is no /dev/shm.
+	const nsOnly = `
+for k in ("shmmax", "shmall", "shmmni", "msgmni"):
+    try:
+        with open("/proc/sys/kernel/" + k, "w") as f:
+            f.write("4096")  # valid for each key
+        print("raised", k)
+    except OSError as e:
+        print("cannot raise", k, e)
+try:
+    open("/dev/shm/x", "wb").write(b"x")
+    print("devshm written")
+except OSError as e:
+    print("devshm refused", e)
+try:
+    from multiprocessing import shared_memory
+    shared_memory.SharedMemory(create=True, size=96 << 20)
+    print("shared_memory created")
+except OSError as e:
+    print("shared_memory refused", e)
+`
+	for _, mode := range []string{ModeNamespaces, ModeUnsafeRlimitsOnly} {
+		t.Run(mode, func(t *testing.T) {
+			program := refused
+			if mode == ModeNamespaces {
+				program += nsOnly
+			}
+			rep, o := run1(t, generous(t, mode), program, "")
+			if o.Status != "done" || o.Exception != "" || !strings.Contains(o.Stdout, "memfd") {
+				t.Fatalf("the program did not run: %+v", rep)
+			}
+			for _, bad := range []string{"raised", "created", "written"} {
+				if strings.Contains(o.Stdout, bad) {
+					t.Errorf("%s:\n%s", bad, o.Stdout)
+				}
+			}
+		})
+	}
+	// Eight processes each map and fill 100 MiB of shared anonymous
+	// memory (each under RLIMIT_AS); 800 MiB in all against a 256 MiB cap.
+	// The program sleeps 30 s, so a missing count ends as a timeout.
+	const shared = `import mmap, os, time
+for i in range(8):
+    if os.fork() == 0:
+        m = mmap.mmap(-1, 100 << 20, flags=mmap.MAP_SHARED)
+        for _ in range(100):
+            m.write(b"x" * (1 << 20))
+        time.sleep(30)
+time.sleep(30)
+`
+	rep, o := run1(t, generous(t, ModeNamespaces), shared, "")
+	if o.Status != "memory_limit" {
+		t.Errorf("shared anonymous memory escaped the cap: %+v", rep)
+	}
+	if left := leftovers(t); len(left) > 0 {
+		t.Errorf("sandbox processes left on the host: %v", left)
+	}
+}
