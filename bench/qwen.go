@@ -38,9 +38,9 @@ type QwenRow struct {
 // (RAGEN_BENCH_QWEN=24L).
 func QwenRows() []QwenRow {
 	rows := []QwenRow{
-		{"0.5B-shape 2L", Qwen05B(2), 8, 128, 64, 1, 512},
-		{"1.5B-shape 2L", Qwen15B(2), 8, 128, 64, 1, 512},
-		{"0.5B 24L", Qwen05B(24), 8, 128, 32, 1, 512},
+		{"0.5B-shape 2L", llmbench.Qwen05B(2), 8, 128, 64, 1, 512},
+		{"1.5B-shape 2L", llmbench.Qwen15B(2), 8, 128, 64, 1, 512},
+		{"0.5B 24L", llmbench.Qwen05B(24), 8, 128, 32, 1, 512},
 	}
 	switch sel := os.Getenv("RAGEN_BENCH_QWEN"); sel {
 	case "":
@@ -106,7 +106,7 @@ func RunQwen(cfg RunConfig, w io.Writer) error {
 		GFlops float64 `json:"matmul_gflops"`
 		Stream float64 `json:"stream_gb_s"`
 	}
-	dummy := QwenRow{Cfg: Qwen05B(1)}
+	dummy := QwenRow{Cfg: llmbench.Qwen05B(1)}
 	if err := RunPeer(cfg.Dir, "qwen_peer.py", &pk, peerArgs("peak", dummy, 1)...); err != nil {
 		return err
 	}
@@ -349,7 +349,7 @@ func QwenUpdateMemory(cfg RunConfig, w io.Writer) error {
 			return err
 		}
 		var p UpdateResult
-		r := QwenRow{Cfg: Qwen05B(L), TrB: B, TrT: T}
+		r := QwenRow{Cfg: llmbench.Qwen05B(L), TrB: B, TrT: T}
 		if B*T <= 2048 || os.Getenv("RAGEN_BENCH_UPDATE_PEER_ALL") != "" {
 			if err := RunPeer(cfg.Dir, "qwen_peer.py", &p, peerArgs("update", r, 1)...); err != nil {
 				return err
@@ -391,7 +391,7 @@ func UpdateChild() bool {
 		fmt.Fprintln(os.Stderr, "bad", childEnv, spec)
 		os.Exit(2)
 	}
-	res, err := OneUpdate(Qwen05B(L), B, T, threads)
+	res, err := OneUpdate(llmbench.Qwen05B(L), B, T, threads)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

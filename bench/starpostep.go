@@ -55,7 +55,7 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	c := Qwen05B(L)
+	c := llmbench.Qwen05B(L)
 	args := []string{"train", "model_path=tiny",
 		"+demo.model.vocab_size=" + strconv.Itoa(c.VocabSize), "+demo.model.hidden_size=" + strconv.Itoa(c.HiddenSize),
 		"+demo.model.intermediate_size=" + strconv.Itoa(c.IntermediateSize), "+demo.model.num_hidden_layers=" + strconv.Itoa(L),

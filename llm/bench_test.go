@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"ragen/bench"
 	"ragen/collapse"
 	"ragen/llm"
 	"ragen/llm/llmbench"
@@ -23,7 +22,7 @@ func benchShape(b *testing.B) llm.Config {
 		return llmbench.Config()
 	case "qwen0.5b":
 		n, _ := strconv.Atoi(os.Getenv("RAGEN_BENCH_LAYERS"))
-		return bench.Qwen05B(max(n, 2))
+		return llmbench.Qwen05B(max(n, 2))
 	default:
 		b.Fatalf("RAGEN_BENCH_SHAPE %q: want tiny or qwen0.5b", os.Getenv("RAGEN_BENCH_SHAPE"))
 	}

@@ -161,3 +161,29 @@ func Summary(name string, goV, pyV float64, unit string, higherBetter bool) stri
 	}
 	return fmt.Sprintf("%-12s go %10.3f %-6s pytorch %10.3f %-6s  speedup %.2fx", name, goV, unit, pyV, unit, ratio)
 }
+
+// Qwen05B is Qwen2.5-0.5B's shape (vocabulary 151,936, hidden 896, 14 query
+// and 2 KV heads, intermediate 4,864, tied head) with the given number of
+// layers (the real model has 24), randomly initialised, float32.
+func Qwen05B(layers int) llm.Config {
+	c := llm.TinyConfig(151936)
+	c.HiddenSize = 896
+	c.IntermediateSize = 4864
+	c.NumHiddenLayers = layers
+	c.NumAttentionHeads = 14
+	c.NumKeyValueHeads = 2
+	c.MaxPositionEmbeddings = 32768
+	c.TieWordEmbeddings = true
+	return c
+}
+
+// Qwen15B is Qwen2.5-1.5B's shape (vocabulary 151,936, hidden 1,536, 12
+// query and 2 KV heads, intermediate 8,960, tied head) with the given number
+// of layers (the real model has 28).
+func Qwen15B(layers int) llm.Config {
+	c := Qwen05B(layers)
+	c.HiddenSize = 1536
+	c.IntermediateSize = 8960
+	c.NumAttentionHeads = 12
+	return c
+}
