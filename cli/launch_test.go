@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -143,11 +144,15 @@ func TestTorchrun(t *testing.T) {
 	// --redirects 1 --tee 1: Debian's torchrun 1.13 on Python >= 3.11 fails
 	// on the default "0" (Std.from_str returns None for IntFlag 0).
 	c := exec.CommandContext(ctx, tr, "--no_python", "--redirects", "1", "--tee", "1", "--nproc_per_node", "2", "--master_port", strconv.Itoa(mustFreePort(t)), os.Args[0], "-test.run=^$")
-	// USE_LIBUV=0: torchrun 2.4+ asks for the libuv TCPStore by default,
-	// which Debian's 2.6 build lacks (the ranks' own store falls back by
-	// itself, dist.cc)
-	c.Env = append(os.Environ(), "RAGEN_LAUNCH_TEST_WORKER=1", "RAGEN_LAUNCH_TEST_OUT="+out, "USE_LIBUV=0")
+	c.Env = append(os.Environ(), "RAGEN_LAUNCH_TEST_WORKER=1", "RAGEN_LAUNCH_TEST_OUT="+out)
 	b, err := c.CombinedOutput()
+	if err != nil && bytes.Contains(b, []byte("use_libuv was requested but PyTorch was build without libuv")) {
+		// Debian's torchrun 2.6: its static rendezvous asks for the libuv
+		// TCPStore, which that build lacks, whatever USE_LIBUV says; it
+		// fails before starting a rank (ragen's ranks fall back by
+		// themselves, dist.cc)
+		t.Skip("this torchrun cannot start: its PyTorch asks for a libuv store it was built without")
+	}
 	if err != nil {
 		t.Fatalf("torchrun: %v\n%s", err, b)
 	}
