@@ -197,12 +197,7 @@ func (d *Detector) Compute(ctx context.Context, b Batch, s Scorer, step int) (Re
 				return res, errors.New("collapse: metrics require first-turn prompt and reasoning ids")
 			}
 		} else {
-			var valid []int
-			for r, z := range b.FirstTurnReasoning {
-				if len(z) > 0 {
-					valid = append(valid, r)
-				}
-			}
+			valid := ValidReasoningIndices(b.FirstTurnReasoning)
 			total := len(b.FirstTurnReasoning)
 			m[MetricFirstTurnNumTotal] = float64(total)
 			m[MetricFirstTurnNumValid] = float64(len(valid))
@@ -317,8 +312,8 @@ func (d *Detector) family(ctx context.Context, name string, samples []sample, s 
 		res.FamilyErrors[name] = err
 		return nil
 	}
-	for k, v := range metrics {
-		res.Metrics[name+"/"+k] = v
+	for k, v := range PrefixMetrics(name, metrics) {
+		res.Metrics[k] = v
 	}
 	return nil
 }

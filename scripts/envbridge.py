@@ -103,20 +103,25 @@ class WebShop:
                       show_attrs=cfg.get("show_attrs", False))
         self.sim = cls(**kwargs)
         self.n_goals = len(self.sim.server.goals)
-        if self.n_goals <= 1500:
-            raise EnvError("webshop: the simulator has %d goals; upstream's train split needs more than 1500" % self.n_goals)
         self.perm = list(range(self.n_goals))
         random.Random(42).shuffle(self.perm)
         self.render_text = ""
 
     def goal_index(self, seed, mode):
-        seed = 0 if seed is None else seed
+        # service-envs.md section 4: train, val and test only; an index past
+        # the goals fails (so train needs more than 1500 goals).
         if mode == "test":
             i = seed % 500
         elif mode == "val":
             i = seed % 1000 + 500
-        else:
+        elif mode == "train":
+            if self.n_goals <= 1500:
+                raise EnvError("webshop: train mode needs more than 1500 goals; the simulator has %d" % self.n_goals)
             i = seed % (self.n_goals - 1500) + 1500
+        else:
+            raise EnvError("webshop: mode %r: want train, val or test" % (mode,))
+        if i >= self.n_goals:
+            raise EnvError("webshop: goal index %d out of range (the simulator has %d goals)" % (i, self.n_goals))
         return self.perm[i]
 
     def available_actions(self):
@@ -136,33 +141,36 @@ class WebShop:
                             + ", ".join(self.available_actions()) + ".")
 
     def reset(self, seed, mode):
-        self.sim.reset(session=self.goal_index(seed, mode))
+        # No seed: upstream returns None and changes nothing.
+        if seed is None:
+            return None
+        session = self.goal_index(seed, mode)
+        out = self.sim.reset(session=session)
+        obs = out[0] if isinstance(out, tuple) else out
         self.prepare_render(self.sim.get_instruction_text())
-        return self.render_text
+        return obs  # the simulator's own reset observation, not the render
 
     def step(self, text):
         av = self.sim.get_available_actions()
         m = ACTION_RE.match(text)
         valid = False
         if m:
-            verb, arg = m.group(1), m.group(2).lower()
-            if verb == "search":
-                valid = bool(av.get("has_search_bar")) and arg.strip() != ""
-            elif verb == "click":
+            name, arg = m.group(1), m.group(2).lower()
+            if name == "search":
+                valid = bool(av.get("has_search_bar")) and arg != ""
+            elif name == "click":
                 valid = arg != "search" and arg in av.get("clickables", [])
         before = self.sim.observation
-        obs, raw, done, _ = self.sim.step(text)
-        raw = float(raw or 0.0)
+        obs, raw, done, sim_info = self.sim.step(text)
         reward = 1.0 if raw >= 1.0 else 0.0
         after = self.sim.observation
         self.prepare_render(after)
-        av2 = self.sim.get_available_actions()
-        clickables = av2.get("clickables", [])
-        info = {
-            "action_is_valid": valid, "action_is_effective": before != after, "reward": reward, "raw_reward": raw,
-            "success": reward == 1.0, "success_purchase": bool(done), "success_find": "buy now" in clickables,
-            "end_of_page": "< prev" in clickables and "next >" not in clickables,
-        }
+        info = dict(sim_info or {})
+        info.update({
+            "reward": reward, "raw_reward": raw, "action_is_effective": before != after, "action_is_valid": valid,
+            "success": int(reward == 1), "success_purchase": int(bool(done)), "success_find": int(reward == 1),
+            "end_of_page": int(self.available_actions() == ["click[back to search]", "click[< prev]"]),
+        })
         return obs, reward, False, bool(done), info
 
     def render(self):
@@ -205,17 +213,25 @@ class Alfworld:
         self.textworld = textworld
         self.AlfredTWEnv, self.wrappers = AlfredTWEnv, [AlfredDemangler(), AlfredInfos]
         self.files = {}
+        self.mode = "train"
+        self.files["train"] = self.load_files("train")  # upstream loads the train games eagerly
         self.game = None
         self.admissible = []
         self.render_text = ""
 
+    def load_files(self, split):
+        # ALFWorld's own collection order (os.walk, not sorted).
+        files = list(self.AlfredTWEnv(self.tw_config, train_eval=split).game_files)
+        if not files:
+            raise EnvError("alfworld: no game files for split %s under $ALFWORLD_DATA" % split)
+        return files
+
+    def split_of(self, mode):
+        return "train" if mode == "train" else self.eval_dataset
+
     def game_files(self, split):
         if split not in self.files:
-            tw = self.AlfredTWEnv(self.tw_config, train_eval=split)
-            files = sorted(tw.game_files)
-            if not files:
-                raise EnvError("alfworld: no game files for split %s under $ALFWORLD_DATA" % split)
-            self.files[split] = files
+            self.files[split] = self.load_files(split)
         return self.files[split]
 
     def show(self, obs, infos):
@@ -223,20 +239,42 @@ class Alfworld:
         self.render_text = "%s\n\nAdmissible actions: [%s]" % (obs, ", ".join(self.admissible))
 
     def reset(self, seed, mode):
-        split = "train" if mode == "train" else self.eval_dataset
-        if seed is None:
-            if mode != "train":
-                raise EnvError("alfworld: reset in %s mode needs a seed" % mode)
-            seed = random.randrange(1 << 31)
-        files = self.game_files(split)
-        gamefile = files[seed % len(files)]
+        # service-envs.md section 5: the mode changes only when the mapped
+        # split changes (QUIRK: val -> test keeps mode val).
+        if mode is not None and mode != self.mode and self.split_of(mode) != self.split_of(self.mode):
+            self.mode = mode
+        files = self.game_files(self.split_of(self.mode))
+        if self.mode == "test":
+            if seed is None:
+                raise EnvError("Seed must be provided in test mode.")
+            gamefile = files[seed % len(files)]
+        elif seed is not None:
+            random.seed(seed)
+            try:
+                import numpy
+                numpy.random.seed(seed % (1 << 32))
+            except ImportError:
+                pass
+            gamefile = files[seed % len(files)]
+        else:
+            gamefile = random.choice(files)
+        try:
+            obs, infos = self.load(gamefile)
+        except (RuntimeError, RuntimeWarning):
+            # Upstream retries with abs(hash(str(seed))) % 2**32, a per-process
+            # random hash; a stable substitute keeps resets reproducible.
+            import zlib
+            retry = zlib.crc32(str(seed).encode())
+            obs, infos = self.load(files[retry % len(files)])
+        self.show(obs, infos)
+        return self.render_text
+
+    def load(self, gamefile):
         infos = self.textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
         env_id = self.textworld.gym.register_game(gamefile, infos, max_episode_steps=50, wrappers=self.wrappers)
         self.close()
         self.game = self.textworld.gym.make(env_id)
-        obs, infos = self.game.reset()
-        self.show(obs, infos)
-        return self.render_text
+        return self.game.reset()
 
     def step(self, text):
         if self.game is None:
@@ -245,8 +283,9 @@ class Alfworld:
         obs, _, done, infos = self.game.step(text)
         won = bool(infos.get("won"))
         self.show(obs, infos)
-        return obs, self.score * won, False, bool(done), {
-            "action_is_valid": valid, "action_is_effective": True, "success": won}
+        # The observation is the render: feedback plus the new admissible list.
+        return self.render_text, self.score * float(won), False, bool(done), {
+            "action_is_effective": True, "action_is_valid": valid, "success": won}
 
     def render(self):
         return self.render_text
@@ -303,20 +342,22 @@ class Registry:
             self.envs.pop(i).env.close()
 
 
+def check_value(k, v):
+    if v is None or isinstance(v, (bool, str, int)):
+        return v
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ValueError("info %s is not finite" % k)
+        return v
+    if isinstance(v, (list, tuple)):
+        return [check_value(k, e) for e in v]
+    if isinstance(v, dict):
+        return {str(kk): check_value(k, e) for kk, e in v.items()}
+    raise ValueError("info %s has type %s (want JSON data: number, bool, string, None, list or dict)" % (k, type(v).__name__))
+
+
 def check_info(info):
-    out = {}
-    for k, v in info.items():
-        if isinstance(v, bool) or isinstance(v, str):
-            out[k] = v
-        elif isinstance(v, int):
-            out[k] = v
-        elif isinstance(v, float):
-            if v != v or v in (float("inf"), float("-inf")):
-                raise ValueError("info %s is not finite" % k)
-            out[k] = v
-        else:
-            raise ValueError("info %s has type %s (want number, bool or string)" % (k, type(v).__name__))
-    return out
+    return {k: check_value(k, v) for k, v in info.items()}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -417,7 +458,9 @@ class Handler(BaseHTTPRequestHandler):
         seed = req.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ProtocolError(400, "seed must be an integer")
-        obs = env.reset(seed, req.get("mode") or "train")
+        obs = env.reset(seed, req.get("mode") or None)  # "" (a Go client's zero Mode) is null
+        if obs is None:
+            obs = ""
         self.reply(200, {"observation": obs, "render": env.render()})
 
     def step(self, env):

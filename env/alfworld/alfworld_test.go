@@ -2,7 +2,11 @@ package alfworld_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -36,11 +40,13 @@ func build(t testing.TB, tag string) env.BaseEnv {
 func TestEpisodeThroughBridge(t *testing.T) {
 	e := build(t, "Alfworld")
 	ctx := context.Background()
-	obs, err := e.Reset(ctx, 4, env.ModeTrain) // sorted train files [game0, game1, game2]; 4 mod 3 = 1
+	// The collection's own order, not sorted (service-envs.md §5): the
+	// fake lists [game2, game0, game1]; 4 mod 3 = 1.
+	obs, err := e.Reset(ctx, 4, env.ModeTrain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room (/fake/train/game1/game.tw-pddl).\n\n" +
+	want := "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room (/fake/train/game0/game.tw-pddl).\n\n" +
 		"Your task is to: put a apple in fridge.\n\nAdmissible actions: [look, go to fridge 1, take apple 1 from countertop 1]"
 	if obs != want || e.Render() != want {
 		t.Fatalf("reset:\n%q\nwant\n%q", obs, want)
@@ -49,15 +55,20 @@ func TestEpisodeThroughBridge(t *testing.T) {
 	if err != nil || r.Info["action_is_valid"] != false || r.Reward != 0 || r.Done || r.Info["success"] != false {
 		t.Errorf("inadmissible: %+v %v", r, err)
 	}
+	// The step's observation is the render: feedback and the new
+	// admissible list; info has exactly three keys.
 	r, _ = e.Step(ctx, env.Action{Text: "take apple 1 from countertop 1"})
-	if r.Info["action_is_valid"] != true || !strings.HasSuffix(e.Render(), "Admissible actions: [look, go to fridge 1, put apple 1 in/on fridge 1]") {
+	wantObs := "You pick up the apple 1 from the countertop 1.\n\nAdmissible actions: [look, go to fridge 1, put apple 1 in/on fridge 1]"
+	if r.Observation != wantObs || e.Render() != wantObs ||
+		!reflect.DeepEqual(r.Info, env.Info{"action_is_valid": true, "action_is_effective": true, "success": false}) {
 		t.Errorf("take: %+v %q", r, e.Render())
 	}
 	r, _ = e.Step(ctx, env.Action{Text: "put apple 1 in/on fridge 1"})
-	if !r.Done || r.Reward != 10 || r.Info["success"] != true || r.Info["action_is_effective"] != true {
+	if !r.Done || r.Reward != 10 || r.RewardIsInt || r.Info["success"] != true || r.Info["action_is_effective"] != true ||
+		r.Observation != "You put the apple 1 in/on the fridge 1.\n\nAdmissible actions: [look, go to fridge 1, put apple 1 in/on fridge 1]" {
 		t.Errorf("win: %+v", r)
 	}
-	e.Reset(ctx, 0, env.ModeVal)
+	e.Reset(ctx, 1, env.ModeVal)
 	if !strings.Contains(e.Render(), "/fake/eval_in_distribution/game0/") {
 		t.Errorf("val: %q", e.Render())
 	}
@@ -65,9 +76,57 @@ func TestEpisodeThroughBridge(t *testing.T) {
 
 func TestOOD(t *testing.T) {
 	e := build(t, "AlfworldOOD")
-	e.Reset(context.Background(), 5, env.ModeVal)
-	if !strings.Contains(e.Render(), "/fake/eval_out_of_distribution/game2/") {
+	e.Reset(context.Background(), 5, env.ModeVal) // [game2, game0, game1][5 mod 3]
+	if !strings.Contains(e.Render(), "/fake/eval_out_of_distribution/game1/") {
 		t.Errorf("%q", e.Render())
+	}
+}
+
+// service-envs.md §5 "Reset": the mode changes only when the mapped split
+// changes (QUIRK: val → test keeps val, test → val keeps test), and test
+// mode needs a seed. Driven through the bridge's protocol, since a Go
+// Reset always has a seed.
+func TestModeQuirk(t *testing.T) {
+	url := bridgetest.Start(t, true)
+	cfgFile := filepath.Join(bridgetest.Root(), "scripts", "testdata", "fakesim", "alfworld_config.yaml")
+	call := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	newEnv := func() string {
+		_, b := call("/v1/envs", `{"env_type": "alfworld", "env_config": {"config_file": "`+cfgFile+`"}}`)
+		var r struct{ ID string }
+		json.Unmarshal([]byte(b), &r)
+		return "/v1/envs/" + r.ID
+	}
+	for _, c := range []struct {
+		first, second string
+		status        int
+		want          string
+	}{
+		{"test", "val", 422, "Seed must be provided in test mode."}, // test → val keeps test
+		{"val", "test", 200, "Admissible actions"},                  // val → test keeps val: no seed needed
+		{"test", "", 422, "Seed must be provided in test mode."},    // null keeps the mode
+		{"test", "train", 200, "/fake/train/"},                      // train ↔ eval switches
+	} {
+		id := newEnv()
+		if st, b := call(id+"/reset", `{"seed": 1, "mode": "`+c.first+`"}`); st != 200 {
+			t.Fatalf("%s: %d %s", c.first, st, b)
+		}
+		mode := `"` + c.second + `"`
+		if c.second == "" {
+			mode = "null"
+		}
+		st, b := call(id+"/reset", `{"seed": null, "mode": `+mode+`}`)
+		if st != c.status || !strings.Contains(b, c.want) {
+			t.Errorf("%s then %s: %d %s", c.first, c.second, st, b)
+		}
 	}
 }
 

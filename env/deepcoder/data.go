@@ -3,197 +3,260 @@ package deepcoder
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"ragen/env"
 	"ragen/env/countdown/parquet"
+	"ragen/env/internal/pyjson"
 )
 
 // TestCase is one test of a problem (upstream's ground_truth entries).
-// Input is a string (stdin text, or one Python literal per line for a
-// functional test) or a JSON list of arguments; Output is the expected
-// stdout (stdin tests) or the value whose str() the call must print
-// (functional tests).
+// Input is the stdin text (any other value is fed as Python's str() of
+// it) or, for a functional test, a string of Python expressions, one per
+// line, or a list of arguments; Output is the expected value.
 type TestCase struct {
 	Input    any    `json:"input"`
 	Output   any    `json:"output"`
-	TestType string `json:"testtype"` // "stdin" or "functional"
+	TestType string `json:"testtype"` // "functional" makes a function call when the problem has a func_name; anything else is a stdin test
 	Metadata any    `json:"metadata,omitempty"`
+
+	noInput bool   // the test had no "input" key
+	inStr   string // py-str of Input in document order (set by the loaders)
+	want    string // py-str of Output in document order (set by the loaders)
+	hasWant bool
 }
 
-// Problem is one preprocessed DeepCoder row.
+// Problem is one DeepCoder row.
 type Problem struct {
 	Question    string     // the prompt shown to the model
 	Tests       []TestCase // parsed ground_truth
 	StarterCode string
-	FuncName    string // from metadata's func_name ("" for stdin problems)
+	FuncName    string // the row metadata's func_name ("" when absent or null)
 	// Solution is a reference answer when the row has one ("solution", or
 	// the first of "solutions"): the env's oracle. Upstream ignores it.
 	Solution string
+
+	// testsErr is upstream's QUIRK of ground truth or metadata JSON of the
+	// wrong kind: kept, and failing the step that needs it.
+	testsErr error
 }
 
-// rawRow holds the columns a row may have: upstream's preprocessed fields
-// (question, ground_truth, starter_code, metadata) or the raw
-// DeepCoder-Preview ones (problem, tests).
-type rawRow struct {
-	Question    *string         `json:"question"`
-	Problem     *string         `json:"problem"`
-	GroundTruth json.RawMessage `json:"ground_truth"`
-	Tests       json.RawMessage `json:"tests"`
-	StarterCode string          `json:"starter_code"`
-	Metadata    json.RawMessage `json:"metadata"`
-	Solution    string          `json:"solution"`
-	Solutions   json.RawMessage `json:"solutions"`
+// pyStr is Python's str() of a decoded value.
+func pyStr(v any) string { return pyjson.Str(v) }
+
+// plainValue turns a pyjson value into the plain Go values the sandbox job
+// marshals (ints as int64, objects as maps).
+func plainValue(v any) any {
+	switch x := v.(type) {
+	case pyjson.Int:
+		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return n
+		}
+		return json.Number(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plainValue(e)
+		}
+		return out
+	case *pyjson.Object:
+		out := make(map[string]any, len(x.Keys))
+		for _, k := range x.Keys {
+			out[k] = plainValue(x.Vals[k])
+		}
+		return out
+	}
+	return v
 }
 
-func (r rawRow) problem() (Problem, error) {
-	p := Problem{StarterCode: r.StarterCode, Solution: r.Solution}
-	if p.Solution == "" && len(r.Solutions) > 0 {
-		raw, err := unstring(r.Solutions)
-		var sols []string
-		if err == nil && len(raw) > 0 && json.Unmarshal(raw, &sols) == nil && len(sols) > 0 {
-			p.Solution = sols[0]
-		}
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case *pyjson.Object:
+		return len(x.Keys) > 0
 	}
-	switch {
-	case r.Question != nil:
-		p.Question = *r.Question
-	case r.Problem != nil:
-		p.Question = *r.Problem
-		if r.StarterCode != "" {
-			p.Question += "\n\nStarter code:\n" + r.StarterCode
-		}
-	default:
-		return p, errors.New(`missing "question" (or "problem")`)
-	}
-	gt := r.GroundTruth
-	if len(gt) == 0 || string(gt) == "null" {
-		gt = r.Tests
-	}
-	tests, err := parseTests(gt)
-	if err != nil {
-		return p, fmt.Errorf("ground_truth: %w", err)
-	}
-	p.Tests = tests
-	if p.FuncName, err = funcName(r.Metadata); err != nil {
-		return p, fmt.Errorf("metadata: %w", err)
-	}
-	for i, t := range p.Tests {
-		if t.TestType == "functional" && p.FuncName == "" {
-			return p, fmt.Errorf("test %d is functional but metadata has no func_name", i)
-		}
-	}
-	return p, nil
+	f, _ := pyjson.Float(v)
+	return f != 0
 }
 
-// unstring unwraps a JSON value stored as a JSON string (parquet and
-// Hugging Face rows keep ground_truth and metadata as JSON text).
-func unstring(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		return json.RawMessage(strings.TrimSpace(s)), nil
-	}
-	return raw, nil
+// row is one dataset row as Python sees it: values decoded in document
+// order, strings for parquet columns.
+type row struct {
+	get  func(string) (any, bool)
+	repr func() string
 }
 
-func parseTests(raw json.RawMessage) ([]TestCase, error) {
-	raw, err := unstring(raw)
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	dec := func(b []byte, v any) error {
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.UseNumber()
-		return d.Decode(v)
-	}
-	if raw[0] == '{' {
-		// {inputs: [...], outputs: [...]} expands to stdin tests.
-		var io struct {
-			Inputs  []any `json:"inputs"`
-			Outputs []any `json:"outputs"`
-		}
-		if err := dec(raw, &io); err != nil {
-			return nil, err
-		}
-		if len(io.Inputs) != len(io.Outputs) {
-			return nil, fmt.Errorf("%d inputs but %d outputs", len(io.Inputs), len(io.Outputs))
-		}
-		out := make([]TestCase, len(io.Inputs))
-		for i := range out {
-			out[i] = TestCase{Input: io.Inputs[i], Output: io.Outputs[i], TestType: "stdin"}
-		}
-		return out, checkTests(out)
-	}
-	var out []TestCase
-	if err := dec(raw, &out); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		if out[i].TestType == "" {
-			out[i].TestType = "stdin"
-		}
-	}
-	return out, checkTests(out)
-}
-
-func checkTests(ts []TestCase) error {
-	for i, t := range ts {
-		switch t.TestType {
-		case "stdin":
-			if _, ok := t.Input.(string); !ok {
-				return fmt.Errorf("test %d: stdin input must be a string, got %T", i, t.Input)
+// problemOf reads a row as upstream's reset does (service-envs.md §2
+// "Row reading"). Rows that carry the raw DeepCoder-Preview "tests"
+// column and no "ground_truth" first get upstream's default preprocessing.
+func problemOf(r row) Problem {
+	var p Problem
+	found := false
+	for _, k := range []string{"question", "prompt", "problem"} {
+		if v, ok := r.get(k); ok {
+			if v != nil {
+				p.Question = pyStr(v)
 			}
-		case "functional":
-			switch t.Input.(type) {
-			case string, []any:
+			found = true
+			break
+		}
+	}
+	if !found {
+		p.Question = r.repr()
+	}
+	if v, ok := r.get("starter_code"); ok && truthy(v) {
+		p.StarterCode = pyStr(v)
+	}
+	if v, ok := r.get("solution"); ok && truthy(v) {
+		p.Solution = pyStr(v)
+	} else if v, ok := r.get("solutions"); ok {
+		if s, ok := v.(string); ok {
+			v, _ = pyjson.Decode(s)
+		}
+		if l, ok := v.([]any); ok && len(l) > 0 {
+			p.Solution = pyStr(l[0])
+		}
+	}
+	// Metadata: a string is JSON-parsed (invalid → {}), an object used,
+	// anything else {}. QUIRK: JSON that is not an object fails the step.
+	var meta *pyjson.Object
+	if v, ok := r.get("metadata"); ok {
+		switch x := v.(type) {
+		case string:
+			d, err := pyjson.Decode(x)
+			switch o := d.(type) {
+			case *pyjson.Object:
+				meta = o
 			default:
-				return fmt.Errorf("test %d: functional input must be a string or a list, got %T", i, t.Input)
+				if err == nil && truthy(d) {
+					p.testsErr = fmt.Errorf("metadata is a JSON %s, not an object", pyjson.TypeName(d))
+				}
 			}
-		default:
-			return fmt.Errorf("test %d: unknown testtype %q (want stdin or functional)", i, t.TestType)
+		case *pyjson.Object:
+			meta = x
 		}
 	}
-	return nil
+	if meta != nil {
+		if fn, ok := meta.Get("func_name"); ok && fn != nil {
+			p.FuncName = pyStr(fn)
+		}
+	}
+	gt, hasGT := r.get("ground_truth")
+	tests, hasTests := r.get("tests")
+	var raw any = "[]"
+	switch {
+	case hasGT && truthy(gt):
+		raw = gt
+	case hasTests && truthy(tests):
+		raw = tests
+		if !hasGT {
+			raw = preprocess(tests)
+		}
+	}
+	if s, ok := raw.(string); ok {
+		d, err := pyjson.Decode(s)
+		if err != nil {
+			d = []any{}
+		}
+		raw = d
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		if truthy(raw) && p.testsErr == nil {
+			p.testsErr = fmt.Errorf("ground truth is a JSON %s, not a list", pyjson.TypeName(raw))
+		}
+		return p
+	}
+	for i, e := range list {
+		o, ok := e.(*pyjson.Object)
+		if !ok {
+			if p.testsErr == nil {
+				p.testsErr = fmt.Errorf("test %d is a JSON %s, not an object", i, pyjson.TypeName(e))
+			}
+			continue
+		}
+		var t TestCase
+		if v, ok := o.Get("input"); ok {
+			t.Input, t.inStr = plainValue(v), pyStr(v)
+		} else {
+			t.noInput = true
+		}
+		out, _ := o.Get("output")
+		t.Output, t.want, t.hasWant = plainValue(out), pyStr(out), true
+		if tt, ok := o.Get("testtype"); ok {
+			t.TestType, _ = tt.(string)
+		}
+		if md, ok := o.Get("metadata"); ok {
+			t.Metadata = plainValue(md)
+		}
+		p.Tests = append(p.Tests, t)
+	}
+	return p
 }
 
-func funcName(raw json.RawMessage) (string, error) {
-	raw, err := unstring(raw)
-	if err != nil || len(raw) == 0 || string(raw) == "null" {
-		return "", err
+// preprocess is upstream's default preprocessing of a raw tests value:
+// {inputs, outputs} becomes zipped stdin_stdout tests (the shorter list
+// wins), another non-list becomes [it] (a falsy one []).
+func preprocess(v any) any {
+	if s, ok := v.(string); ok {
+		d, err := pyjson.Decode(s)
+		if err != nil {
+			return []any{}
+		}
+		v = d
 	}
-	var m struct {
-		FuncName string `json:"func_name"`
+	if o, ok := v.(*pyjson.Object); ok {
+		ins, ok1 := o.Get("inputs")
+		outs, ok2 := o.Get("outputs")
+		il, okl1 := ins.([]any)
+		ol, okl2 := outs.([]any)
+		if ok1 && ok2 && okl1 && okl2 {
+			tests := make([]any, 0, min(len(il), len(ol)))
+			for i := 0; i < len(il) && i < len(ol); i++ {
+				t := &pyjson.Object{Keys: []string{"input", "output", "testtype"},
+					Vals: map[string]any{"input": il[i], "output": ol[i], "testtype": "stdin_stdout"}}
+				tests = append(tests, t)
+			}
+			return tests
+		}
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return "", err
+	if _, ok := v.([]any); ok {
+		return v
 	}
-	return m.FuncName, nil
+	if !truthy(v) {
+		return []any{}
+	}
+	return []any{v}
 }
 
-// ReadJSONL reads one row per non-blank line.
+// ReadJSONL reads one row per non-blank line (any JSON object; see
+// problemOf for the columns read).
 func ReadJSONL(r io.Reader) ([]Problem, error) {
 	var out []Problem
 	err := env.ForEachLine(r, 256<<20, func(b []byte) error {
-		var row rawRow
-		if err := json.Unmarshal(b, &row); err != nil {
-			return err
+		v, err := pyjson.Decode(string(b))
+		if err != nil {
+			return fmt.Errorf("row %d: %w", len(out), err)
 		}
-		p, err := row.problem()
-		out = append(out, p)
-		return err
+		o, ok := v.(*pyjson.Object)
+		if !ok {
+			return fmt.Errorf("row %d: a JSON %s, not an object", len(out), pyjson.TypeName(v))
+		}
+		out = append(out, problemOf(row{get: o.Get, repr: func() string { return pyjson.Repr(o) }}))
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("deepcoder: %w", err)
@@ -201,34 +264,19 @@ func ReadJSONL(r io.Reader) ([]Problem, error) {
 	return out, nil
 }
 
-// ReadParquet reads a parquet file with string columns question (or
-// problem), ground_truth (or tests), and optional starter_code and
-// metadata.
+// ReadParquet reads a parquet file whose string columns are read like
+// JSONL fields (question/prompt/problem, ground_truth or tests,
+// starter_code, metadata, solution).
 func ReadParquet(r io.Reader) ([]Problem, error) {
 	f, err := parquet.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("deepcoder: %w", err)
 	}
-	have := f.Columns()
-	pick := func(names ...string) string {
-		for _, n := range names {
-			if slices.Contains(have, n) {
-				return n
-			}
-		}
-		return ""
-	}
 	cols := map[string][]parquet.Cell{}
-	roles := map[string]string{
-		"question": pick("question", "problem"), "ground_truth": pick("ground_truth", "tests"),
-		"starter_code": pick("starter_code"), "metadata": pick("metadata"),
-	}
-	if roles["question"] == "" {
-		return nil, fmt.Errorf("deepcoder: parquet has no question or problem column (columns: %s)", strings.Join(have, ", "))
-	}
 	n := -1
-	for role, name := range roles {
-		if name == "" {
+	var names []string
+	for _, name := range []string{"question", "prompt", "problem", "ground_truth", "tests", "starter_code", "metadata", "solution"} {
+		if !slices.Contains(f.Columns(), name) {
 			continue
 		}
 		c, err := f.ReadColumn(name, 0)
@@ -239,50 +287,37 @@ func ReadParquet(r io.Reader) ([]Problem, error) {
 			return nil, fmt.Errorf("deepcoder: parquet column %s has %d rows, others %d", name, len(c), n)
 		}
 		n = len(c)
-		cols[role] = c
+		cols[name] = c
+		names = append(names, name)
 	}
-	out := make([]Problem, 0, n)
+	out := make([]Problem, 0, max(n, 0))
 	for i := 0; i < n; i++ {
-		get := func(role string) (*string, error) {
-			c, ok := cols[role]
-			if !ok || c[i].Null {
-				return nil, nil
+		var bad error
+		get := func(name string) (any, bool) {
+			c, ok := cols[name]
+			if !ok {
+				return nil, false
+			}
+			if c[i].Null {
+				return nil, true
 			}
 			if len(c[i].Strs) != 1 {
-				return nil, fmt.Errorf("deepcoder: parquet row %d: %s is not a string", i, roles[role])
+				bad = fmt.Errorf("deepcoder: parquet row %d: %s is not a string", i, name)
+				return nil, true
 			}
-			return &c[i].Strs[0], nil
+			return c[i].Strs[0], true
 		}
-		var row rawRow
-		q, err := get("question")
-		if err != nil {
-			return nil, err
+		repr := func() string {
+			o := &pyjson.Object{Vals: map[string]any{}}
+			for _, name := range names {
+				v, _ := get(name)
+				o.Keys, o.Vals[name] = append(o.Keys, name), v
+			}
+			return pyjson.Repr(o)
 		}
-		if roles["question"] == "question" {
-			row.Question = q
-		} else {
-			row.Problem = q
-		}
-		if gt, err := get("ground_truth"); err != nil {
-			return nil, err
-		} else if gt != nil {
-			b, _ := json.Marshal(*gt)
-			row.GroundTruth = b
-		}
-		if sc, err := get("starter_code"); err != nil {
-			return nil, err
-		} else if sc != nil {
-			row.StarterCode = *sc
-		}
-		if md, err := get("metadata"); err != nil {
-			return nil, err
-		} else if md != nil {
-			b, _ := json.Marshal(*md)
-			row.Metadata = b
-		}
-		p, err := row.problem()
-		if err != nil {
-			return nil, fmt.Errorf("deepcoder: parquet row %d: %w", i, err)
+		p := problemOf(row{get: get, repr: repr})
+		if bad != nil {
+			return nil, bad
 		}
 		out = append(out, p)
 	}

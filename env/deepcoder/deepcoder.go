@@ -176,11 +176,23 @@ func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error)
 	return e.render, nil
 }
 
-// Step runs the code against the current problem's tests in the sandbox.
+// Step runs the code against the current problem's tests in the sandbox
+// (service-envs.md §2 "Step"). Info: action_is_effective (= correct),
+// action_is_valid, success, detail, passed_tests, total_tests, runnable,
+// pass_reward; a blank action instead gives action_is_effective,
+// action_is_valid and success all false and error "Empty action", and
+// does not count as a step.
 func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
+	if err := ctx.Err(); err != nil {
+		return env.StepResult{}, err
+	}
 	if strings.TrimFunc(a.Text, isPySpace) == "" {
 		e.render = "Invalid action."
-		return env.StepResult{Observation: e.render, Info: env.Info{"action_is_valid": false}}, nil
+		if e.cur.Question != "" {
+			e.render = e.cur.Question + "\n\nFeedback: Empty action"
+		}
+		return env.StepResult{Observation: "Invalid action.", Info: env.Info{
+			"action_is_effective": false, "action_is_valid": false, "success": false, "error": "Empty action"}}, nil
 	}
 	ev, err := Evaluate(ctx, e.sb, e.cur, a.Text)
 	if err != nil {
@@ -190,7 +202,7 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	if ev.Total > 0 {
 		reward = float64(ev.Passed) / float64(ev.Total)
 	}
-	success := ev.Total > 0 && ev.Passed == ev.Total
+	success := ev.Correct()
 	done := success || e.steps+1 >= e.cfg.MaxSteps
 	e.steps++
 	obs := "Incorrect."
@@ -198,12 +210,12 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 		obs = "Correct!"
 	}
 	e.render = obs
-	if !done {
+	if !done && e.cur.Question != "" {
 		e.render = e.cur.Question + "\n\nFeedback: " + ev.Detail
 	}
 	return env.StepResult{Observation: obs, Reward: reward, Done: done, Info: env.Info{
-		"success": success, "detail": ev.Detail, "passed_tests": ev.Passed, "total_tests": ev.Total,
-		"runnable": ev.Runnable, "pass_reward": reward, "action_is_effective": success, "action_is_valid": true,
+		"action_is_effective": success, "action_is_valid": true, "success": success, "detail": ev.Detail,
+		"passed_tests": ev.Passed, "total_tests": ev.Total, "runnable": ev.Runnable, "pass_reward": reward,
 	}}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestLoadJSONLAndParquet(t *testing.T) {
 		t.Errorf("%+v", js[1:3])
 	}
 	if js[3].Question != "The first line holds n, the second n integers. Print the largest of them." || len(js[3].Tests) != 2 ||
-		js[3].Tests[1].Input != "1\n-7\n" || js[3].Tests[1].TestType != "stdin" {
+		js[3].Tests[1].Input != "1\n-7\n" || js[3].Tests[1].TestType != "stdin_stdout" { // upstream's preprocessing spelling
 		t.Errorf("inputs/outputs row: %+v", js[3])
 	}
 	pq, err := LoadFile("testdata/problems.parquet")
@@ -73,19 +74,47 @@ func TestLoadJSONLAndParquet(t *testing.T) {
 	}
 }
 
-func TestDataErrors(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{`{"ground_truth": "[]"}`, `missing "question"`},
-		{`{"question": "q", "ground_truth": "[{\"input\": 1, \"output\": \"1\", \"testtype\": \"stdin\"}]"}`, "stdin input must be a string"},
-		{`{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}]}`, "no func_name"},
-		{`{"question": "q", "tests": {"inputs": ["1"], "outputs": []}}`, "1 inputs but 0 outputs"},
-		{`{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "file"}]}`, `unknown testtype "file"`},
-		{`not json`, "line 1"},
+// service-envs.md §2 "Data" and "Row reading": the loader takes what
+// upstream takes; only unreadable files are errors.
+func TestRowReadingSpec(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		question string
+		funcName string
+		tests    []TestCase
+		stepErr  bool
+	}{
+		{`{"ground_truth": "[]"}`, "{'ground_truth': '[]'}", "", nil, false}, // no prompt key: py-str(row)
+		{`{"question": null, "prompt": "p"}`, "", "", nil, false},            // a present null is used
+		{`{"prompt": "p", "problem": "q"}`, "p", "", nil, false},
+		{`{"question": "q", "ground_truth": "[{\"input\": 1, \"output\": \"1\", \"testtype\": \"stdin\"}]"}`, "q", "",
+			[]TestCase{{Input: int64(1), inStr: "1", Output: "1", TestType: "stdin", want: "1", hasWant: true}}, false},
+		{`{"question": "q", "ground_truth": "not json"}`, "q", "", nil, false},  // invalid JSON: []
+		{`{"question": "q", "ground_truth": "{\"a\": 1}"}`, "q", "", nil, true}, // QUIRK: a non-list fails the step
+		{`{"question": "q", "ground_truth": "[]", "metadata": "not json"}`, "q", "", nil, false},
+		{`{"question": "q", "ground_truth": "[]", "metadata": "[1]"}`, "q", "", nil, true},
+		{`{"question": "q", "ground_truth": "[]", "metadata": {"func_name": 7}}`, "q", "7", nil, false},
+		{`{"question": "q", "ground_truth": "[]", "metadata": "{\"func_name\": null}"}`, "q", "", nil, false},
+		// raw DeepCoder-Preview tests: upstream's preprocessing, shortest list wins.
+		{`{"problem": "q", "tests": "{\"inputs\": [\"1\", \"2\"], \"outputs\": [\"3\"]}"}`, "q", "",
+			[]TestCase{{Input: "1", inStr: "1", Output: "3", TestType: "stdin_stdout", want: "3", hasWant: true}}, false},
+		{`{"problem": "q", "tests": {"input": "x", "output": [1, 2.0], "testtype": "functional"}}`, "q", "",
+			[]TestCase{{Input: "x", inStr: "x", Output: []any{int64(1), 2.0}, TestType: "functional", want: "[1, 2.0]", hasWant: true}}, false},
+		{`{"question": "q", "ground_truth": [{"output": {"b": 1, "a": 2}}]}`, "q", "",
+			[]TestCase{{Output: map[string]any{"b": int64(1), "a": int64(2)}, noInput: true, want: "{'b': 1, 'a': 2}", hasWant: true}}, false},
 	} {
-		_, err := ReadJSONL(strings.NewReader(c.in))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: err = %v, want %q", c.in, err, c.want)
+		ps, err := ReadJSONL(strings.NewReader(c.in))
+		if err != nil || len(ps) != 1 {
+			t.Errorf("%s: %v", c.in, err)
+			continue
 		}
+		p := ps[0]
+		if p.Question != c.question || p.FuncName != c.funcName || !reflect.DeepEqual(p.Tests, c.tests) || (p.testsErr != nil) != c.stepErr {
+			t.Errorf("%s:\n got %+v\nwant question %q func %q tests %+v stepErr %v", c.in, p, c.question, c.funcName, c.tests, c.stepErr)
+		}
+	}
+	if _, err := ReadJSONL(strings.NewReader("not json")); err == nil || !strings.Contains(err.Error(), "Expecting value") {
+		t.Errorf("not json: %v", err)
 	}
 	cfg := DefaultConfig()
 	cfg.DatasetPath = strp("no/such/deepcoder")
@@ -161,7 +190,7 @@ func TestEpisodes(t *testing.T) {
 	resetTo(t, e, 0)
 	r = step(t, e, "a, b = map(int, input().split())\nprint(a + b if a != 1 else 0)")
 	if r.Reward != 2.0/3 || !r.Done || r.Observation != "Incorrect." || e.Render() != "Incorrect." ||
-		r.Info["detail"] != "Passed 2/3 tests. Wrong answer on test 1: got 0 expected 3" {
+		r.Info["detail"] != "Passed 2/3 tests. Wrong answer on test 0: got 0 expected 3" { // 0-based index
 		t.Errorf("partial: %+v", r)
 	}
 
@@ -173,7 +202,7 @@ func TestEpisodes(t *testing.T) {
 
 	resetTo(t, e, 2)
 	r = step(t, e, "def mul(a, b):\n    raise ValueError('no')")
-	if r.Reward != 0 || r.Info["detail"] != "Passed 0/2 tests. Exception on test 1: ValueError: no" {
+	if r.Reward != 0 || r.Info["detail"] != "Passed 0/2 tests. Exception on test 0: ValueError('no')" || r.Info["runnable"] != false { // py-repr
 		t.Errorf("exception: %+v", r)
 	}
 
@@ -186,7 +215,7 @@ func TestEpisodes(t *testing.T) {
 	slow := newTestEnv(t, func(c *Config) { c.SandboxTimeout = 1 })
 	resetTo(t, slow, 0)
 	r = step(t, slow, "while True: pass")
-	if r.Reward != 0 || r.Info["detail"] != "Passed 0/3 tests. Time limit exceeded." {
+	if r.Reward != 0 || r.Info["detail"] != "Sandbox runtime error: Timeout" || r.Info["runnable"] != false || r.Info["passed_tests"] != 0 {
 		t.Errorf("timeout: %+v", r)
 	}
 
@@ -197,7 +226,8 @@ func TestEpisodes(t *testing.T) {
 	}
 
 	r = step(t, e, "  \n ")
-	if r.Done || r.Reward != 0 || r.Observation != "Invalid action." || r.Info["action_is_valid"] != false {
+	if r.Done || r.Reward != 0 || r.Observation != "Invalid action." || e.Render() != e.problems[0].Question+"\n\nFeedback: Empty action" ||
+		!reflect.DeepEqual(r.Info, env.Info{"action_is_effective": false, "action_is_valid": false, "success": false, "error": "Empty action"}) {
 		t.Errorf("blank: %+v", r)
 	}
 }
@@ -206,7 +236,7 @@ func TestFeedbackWhenNotDone(t *testing.T) {
 	e := newTestEnv(t, func(c *Config) { c.MaxSteps = 2 })
 	resetTo(t, e, 0)
 	r := step(t, e, "print(3)")
-	want := e.problems[0].Question + "\n\nFeedback: Passed 1/3 tests. Wrong answer on test 2: got 3 expected 6"
+	want := e.problems[0].Question + "\n\nFeedback: Passed 1/3 tests. Wrong answer on test 1: got 3 expected 6"
 	if r.Done || e.Render() != want {
 		t.Errorf("render %q, want %q (%+v)", e.Render(), want, r)
 	}
@@ -227,7 +257,7 @@ func TestFallbackPrompt(t *testing.T) {
 		t.Fatalf("%q", obs)
 	}
 	r, _ := e.Step(context.Background(), env.Action{Text: "def add(a, b):\n    return a + b"})
-	if r.Reward != 0 || !r.Done || r.Info["detail"] != "No tests available." || r.Info["success"] != false {
+	if r.Reward != 0 || !r.Done || r.Info["detail"] != "No tests available." || r.Info["success"] != false || r.Info["runnable"] != false {
 		t.Errorf("%+v", r)
 	}
 }

@@ -43,10 +43,10 @@
 // object from id, as a string, to name) is present exactly when the env
 // implements env.ActionLookup, null while its lookup is nil (Bandit before
 // the first reset); "grid" likewise for env.Gridder. "info" is an object
-// whose values are numbers, bools or strings only; a server whose env
-// returns anything else (or a NaN/infinite reward or info value) answers
-// 500 naming the key, and a client receiving it reports an error naming
-// the key.
+// whose values are JSON data: numbers, bools, strings, null, and lists and
+// objects of them (the service envs report nested values such as
+// Search's reward_metadata); a server whose env returns anything else (or
+// a NaN/infinite reward or info value) answers 500 naming the key.
 //
 // Errors are {"error": "message"} with status
 //

@@ -244,8 +244,11 @@ func fromWire(v any) (any, error) {
 	return v, nil
 }
 
-// checkInfo reports the first key (in sorted order) whose value is not a
-// number, a bool or a string.
+// checkInfo reports the first key (in sorted order) whose value is not
+// JSON data: a number, a bool, a string, null, or a list ([]any, []string,
+// []map[string]any) or object (map[string]any) of such values, as the
+// service envs' infos hold (Search's reward_metadata, Lean's
+// message_objects).
 func checkInfo(info env.Info) error {
 	keys := make([]string, 0, len(info))
 	for k := range info {
@@ -253,26 +256,51 @@ func checkInfo(info env.Info) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		switch v := info[k].(type) {
-		case bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		case float32:
-			if _, err := pyFloat(float64(v), 32); err != nil {
-				return fmt.Errorf("info key %q: %w", k, err)
-			}
-		case float64:
-			if _, err := pyFloat(v, 64); err != nil {
-				return fmt.Errorf("info key %q: %w", k, err)
-			}
-		default:
-			return fmt.Errorf("info key %q: value of type %T is not a number, bool or string", k, v)
+		if err := checkValue(info[k]); err != nil {
+			return fmt.Errorf("info key %q: %w", k, err)
 		}
 	}
 	return nil
 }
 
+func checkValue(v any) error {
+	switch x := v.(type) {
+	case nil, bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, []string:
+	case float32:
+		if _, err := pyFloat(float64(x), 32); err != nil {
+			return err
+		}
+	case float64:
+		if _, err := pyFloat(x, 64); err != nil {
+			return err
+		}
+	case []any:
+		for i, e := range x {
+			if err := checkValue(e); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case []map[string]any:
+		for i, e := range x {
+			if err := checkValue(e); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if err := checkValue(e); err != nil {
+				return fmt.Errorf("%q: %w", k, err)
+			}
+		}
+	default:
+		return fmt.Errorf("value of type %T is not JSON data (number, bool, string, null, list or object)", v)
+	}
+	return nil
+}
+
 // infoFromWire converts a decoded info object: numbers become int or
-// float64; anything but numbers, bools and strings is an error naming the
-// key.
+// float64 (also inside lists and objects), objects map[string]any, lists
+// []any, null nil.
 func infoFromWire(m map[string]any) (env.Info, error) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -281,20 +309,11 @@ func infoFromWire(m map[string]any) (env.Info, error) {
 	sort.Strings(keys)
 	info := make(env.Info, len(m))
 	for _, k := range keys {
-		switch v := m[k].(type) {
-		case bool, string:
-			info[k] = v
-		case json.Number:
-			n, err := number(v)
-			if err != nil {
-				return nil, fmt.Errorf("info key %q: %w", k, err)
-			}
-			info[k] = n
-		case nil:
-			return nil, fmt.Errorf("info key %q: null is not a number, bool or string", k)
-		default:
-			return nil, fmt.Errorf("info key %q: a JSON %s is not a number, bool or string", k, jsonKind(v))
+		v, err := fromWire(m[k])
+		if err != nil {
+			return nil, fmt.Errorf("info key %q: %w", k, err)
 		}
+		info[k] = v
 	}
 	return info, nil
 }

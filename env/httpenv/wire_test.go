@@ -77,7 +77,8 @@ func TestEnvConfigRoundTrip(t *testing.T) {
 }
 
 // FuzzStepReply: no reply body makes the client's decoding panic, and an
-// accepted info holds only int, float64, bool and string values.
+// accepted info holds only int, float64, bool, string, nil and lists and
+// objects of them.
 func FuzzStepReply(f *testing.F) {
 	f.Add([]byte(`{"observation":"o","reward":1.5,"reward_is_int":false,"done":true,"info":{"a":1,"b":true,"c":"x","d":0.5},"render":"r","action_lookup":{"1":"Up"},"grid":[[1,2]]}`))
 	f.Add([]byte(`{"info":{"a":[1]},"reward":"1"}`))
@@ -93,11 +94,31 @@ func FuzzStepReply(f *testing.F) {
 			return
 		}
 		for k, v := range info {
-			switch v.(type) {
-			case int, float64, bool, string:
-			default:
+			if !plainJSON(v) {
 				t.Errorf("info %q: %T accepted", k, v)
 			}
 		}
 	})
+}
+
+func plainJSON(v any) bool {
+	switch x := v.(type) {
+	case nil, int, float64, bool, string:
+		return true
+	case []any:
+		for _, e := range x {
+			if !plainJSON(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !plainJSON(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

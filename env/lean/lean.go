@@ -3,7 +3,6 @@ package lean
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"ragen/env"
 	"ragen/env/countdown/parquet"
+	"ragen/env/internal/pyjson"
 	"ragen/internal/pyrand"
 )
 
@@ -65,139 +67,228 @@ func (c Config) Validate() error {
 	if c.MaxRetries < 0 || c.MessageTruncateLimit < 0 {
 		errs = append(errs, errors.New("lean: max_retries and message_truncate_limit must be >= 0"))
 	}
-	if c.DatasetNameOrPath == "" {
-		errs = append(errs, errors.New("lean: dataset_name_or_path is empty"))
-	}
 	return errors.Join(errs...)
 }
 
-// Theorem is one dataset record split as upstream splits formal_statement.
+// Theorem is one usable dataset row, its formal_statement split as
+// upstream splits it (service-envs.md §3).
 type Theorem struct {
-	Imports   []string // leading import lines
-	Preamble  []string // other lines before the statement
-	Statement []string // from the first theorem/lemma/def/example/instance line
-	Informal  string
+	Name     string // first truthy of name, id, else hf_{row index}
+	Imports  string // import lines before the body, joined by newlines and stripped
+	Preamble string // other lines before the body
+	Body     string // from the first theorem/lemma/def/example/instance line
+	Informal string // natural_language_statement ("" when absent or not a string)
 }
 
 var declKeywords = []string{"theorem", "lemma", "def", "example", "instance"}
 
-// SplitStatement splits a formal statement into imports, preamble and
-// statement. A trailing "sorry" after the final ":= by" is dropped, so the
-// accepted tactics continue the proof.
-func SplitStatement(formal, informal string) (Theorem, error) {
-	t := Theorem{Informal: informal}
-	lines := strings.Split(strings.TrimRight(formal, "\n"), "\n")
-	i := 0
-	for ; i < len(lines); i++ {
-		l := strings.TrimSpace(lines[i])
-		if strings.HasPrefix(l, "import ") && len(t.Preamble) == 0 {
-			t.Imports = append(t.Imports, lines[i])
+// splitLines is Python's str.splitlines().
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		switch rs[i] {
+		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
+		case '\r':
+			out = append(out, string(rs[start:i]))
+			if i+1 < len(rs) && rs[i+1] == '\n' {
+				i++
+			}
+			start = i + 1
+			continue
+		default:
 			continue
 		}
-		if slices.ContainsFunc(declKeywords, func(k string) bool { return l == k || strings.HasPrefix(l, k+" ") }) {
+		out = append(out, string(rs[start:i]))
+		start = i + 1
+	}
+	if start < len(rs) {
+		out = append(out, string(rs[start:]))
+	}
+	return out
+}
+
+func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
+
+func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
+
+// SplitStatement splits a formal statement as upstream does: before the
+// body, lines starting with "import" (after stripping; a prefix test, so
+// "importantLemma" counts) are imports and other lines preamble; the body
+// starts at the first line starting with theorem, lemma, def, example or
+// instance (prefix test: "theorem_like" starts it, "@[simp] theorem" does
+// not). Blank lines before the body go to the preamble. Each part is its
+// lines joined by newlines, stripped. With no keyword line the body is "".
+func SplitStatement(formal string) (imports, preamble, body string) {
+	var imp, pre, bod []string
+	started := false
+	for _, line := range splitLines(formal) {
+		s := pyStrip(line)
+		switch {
+		case started:
+			bod = append(bod, line)
+		case s != "" && strings.HasPrefix(s, "import"):
+			imp = append(imp, line)
+		case slices.ContainsFunc(declKeywords, func(k string) bool { return strings.HasPrefix(s, k) }):
+			started = true
+			bod = append(bod, line)
+		default:
+			pre = append(pre, line)
+		}
+	}
+	join := func(l []string) string { return pyStrip(strings.Join(l, "\n")) }
+	return join(imp), join(pre), join(bod)
+}
+
+// columns collects column names in first-seen order.
+type columns struct {
+	names []string
+	seen  map[string]bool
+}
+
+func (c *columns) add(n string) {
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	if !c.seen[n] {
+		c.seen[n] = true
+		c.names = append(c.names, n)
+	}
+}
+
+// theoremOf reads row i; ok=false when formal_statement is not a string
+// with non-whitespace content (upstream skips such rows).
+func theoremOf(i int, get func(string) (any, bool)) (Theorem, bool) {
+	fs, _ := get("formal_statement")
+	f, ok := fs.(string)
+	if !ok || pyStrip(f) == "" {
+		return Theorem{}, false
+	}
+	t := Theorem{Name: fmt.Sprintf("hf_%d", i)}
+	for _, k := range []string{"name", "id"} {
+		if v, ok := get(k); ok && truthy(v) {
+			t.Name = pyjson.Str(v)
 			break
 		}
-		if l == "" && len(t.Preamble) == 0 {
-			continue
-		}
-		t.Preamble = append(t.Preamble, lines[i])
 	}
-	if i == len(lines) {
-		return t, fmt.Errorf("no theorem/lemma/def/example/instance line in formal_statement")
+	if v, ok := get("natural_language_statement"); ok {
+		t.Informal, _ = v.(string)
 	}
-	for len(t.Preamble) > 0 && strings.TrimSpace(t.Preamble[len(t.Preamble)-1]) == "" {
-		t.Preamble = t.Preamble[:len(t.Preamble)-1]
-	}
-	t.Statement = lines[i:]
-	last := len(t.Statement) - 1
-	if s := strings.TrimRight(t.Statement[last], " \t"); strings.HasSuffix(s, "sorry") {
-		s = strings.TrimRight(strings.TrimSuffix(s, "sorry"), " \t")
-		if s == "" {
-			t.Statement = t.Statement[:last]
-		} else {
-			t.Statement[last] = s
-		}
-	}
-	return t, nil
+	t.Imports, t.Preamble, t.Body = SplitStatement(f)
+	return t, true
 }
 
-type rawRecord struct {
-	FormalStatement   *string `json:"formal_statement"`
-	InformalStatement string  `json:"informal_statement"`
-	InformalPrefix    string  `json:"informal_prefix"`
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case string:
+		return x != ""
+	case bool:
+		return x
+	case []any:
+		return len(x) > 0
+	case *pyjson.Object:
+		return len(x.Keys) > 0
+	}
+	f, _ := pyjson.Float(v)
+	return f != 0
 }
 
-func (r rawRecord) theorem() (Theorem, error) {
-	if r.FormalStatement == nil {
-		return Theorem{}, errors.New(`missing "formal_statement"`)
-	}
-	inf := r.InformalStatement
-	if inf == "" {
-		inf = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(r.InformalPrefix), "/--"), "-/"))
-	}
-	return SplitStatement(*r.FormalStatement, inf)
-}
-
-// ReadJSONL reads records with formal_statement (and optionally
-// informal_statement or informal_prefix).
-func ReadJSONL(r io.Reader) ([]Theorem, error) {
+// ReadJSONL reads JSON rows; rows without a usable formal_statement are
+// skipped. It also returns the column names (first-seen order).
+func ReadJSONL(r io.Reader) ([]Theorem, []string, error) {
 	var out []Theorem
+	var cols columns
+	i := 0
 	err := env.ForEachLine(r, 64<<20, func(b []byte) error {
-		var rec rawRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return err
+		if pyStrip(string(b)) == "" {
+			return nil
 		}
-		t, err := rec.theorem()
-		out = append(out, t)
-		return err
+		v, err := pyjson.Decode(string(b))
+		if err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+		o, ok := v.(*pyjson.Object)
+		if !ok {
+			return fmt.Errorf("row %d: a JSON %s, not an object", i, pyjson.TypeName(v))
+		}
+		for _, k := range o.Keys {
+			cols.add(k)
+		}
+		if t, ok := theoremOf(i, o.Get); ok {
+			out = append(out, t)
+		}
+		i++
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lean: %w", err)
+		return nil, nil, err
 	}
-	return out, nil
+	return out, cols.names, nil
 }
 
-func readParquet(r io.Reader) ([]Theorem, error) {
+func readParquet(r io.Reader) ([]Theorem, []string, error) {
 	f, err := parquet.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("lean: %w", err)
+		return nil, nil, err
 	}
 	cols := map[string][]parquet.Cell{}
-	for _, n := range []string{"formal_statement", "informal_statement", "informal_prefix"} {
-		if slices.Contains(f.Columns(), n) {
-			if cols[n], err = f.ReadColumn(n, 0); err != nil {
-				return nil, fmt.Errorf("lean: %w", err)
+	n := 0
+	for _, c := range []string{"formal_statement", "natural_language_statement", "name", "id"} {
+		if slices.Contains(f.Columns(), c) {
+			if cols[c], err = f.ReadColumn(c, 0); err != nil {
+				return nil, nil, err
 			}
+			n = max(n, len(cols[c]))
 		}
 	}
-	fs, ok := cols["formal_statement"]
-	if !ok {
-		return nil, fmt.Errorf("lean: parquet has no formal_statement column (columns: %s)", strings.Join(f.Columns(), ", "))
-	}
-	str := func(n string, i int) string {
-		if c, ok := cols[n]; ok && i < len(c) && len(c[i].Strs) == 1 {
-			return c[i].Strs[0]
+	out := []Theorem{}
+	for i := 0; i < n; i++ {
+		get := func(c string) (any, bool) {
+			col, ok := cols[c]
+			if !ok || i >= len(col) || col[i].Null {
+				return nil, ok
+			}
+			if len(col[i].Strs) == 1 {
+				return col[i].Strs[0], true
+			}
+			if len(col[i].Ints) == 1 {
+				return pyjson.Int(strconv.FormatInt(col[i].Ints[0], 10)), true
+			}
+			return nil, true
 		}
-		return ""
-	}
-	out := make([]Theorem, 0, len(fs))
-	for i := range fs {
-		if len(fs[i].Strs) != 1 {
-			return nil, fmt.Errorf("lean: parquet row %d: formal_statement is not a string", i)
+		if t, ok := theoremOf(i, get); ok {
+			out = append(out, t)
 		}
-		s := fs[i].Strs[0]
-		t, err := rawRecord{FormalStatement: &s, InformalStatement: str("informal_statement", i), InformalPrefix: str("informal_prefix", i)}.theorem()
-		if err != nil {
-			return nil, fmt.Errorf("lean: parquet row %d: %w", i, err)
-		}
-		out = append(out, t)
 	}
-	return out, nil
+	return out, f.Columns(), nil
 }
 
-// Load finds the dataset: dataset_name_or_path as a .jsonl/.parquet file,
-// or a directory holding {split}.jsonl or {split}.parquet.
+// Load reads the dataset: dataset_name_or_path as a .jsonl/.parquet file,
+// or a directory holding {split}.jsonl or {split}.parquet. Errors use
+// upstream's texts (service-envs.md §3 "Dataset").
 func Load(cfg Config) ([]Theorem, error) {
+	p := cfg.DatasetNameOrPath
+	if p == "" {
+		return nil, errors.New("lean: LeanEnv requires a dataset_name to load training samples.")
+	}
+	ts, cols, err := loadFile(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("lean: Failed to load dataset %s (%s): %w", p, cfg.DatasetSplit, err)
+	}
+	if len(ts) == 0 {
+		names := make([]any, len(cols))
+		for i, c := range cols {
+			names[i] = c
+		}
+		return nil, fmt.Errorf("lean: Dataset %s yielded no usable samples. Available columns: %s", p, pyjson.Str(names))
+	}
+	return ts, nil
+}
+
+func loadFile(cfg Config) ([]Theorem, []string, error) {
 	p := cfg.DatasetNameOrPath
 	var tried []string
 	candidates := []string{p}
@@ -211,26 +302,165 @@ func Load(cfg Config) ([]Theorem, error) {
 			continue
 		}
 		var ts []Theorem
+		var cols []string
 		if strings.EqualFold(filepath.Ext(f), ".parquet") || bytes.HasPrefix(b, []byte("PAR1")) {
-			ts, err = readParquet(bytes.NewReader(b))
+			ts, cols, err = readParquet(bytes.NewReader(b))
 		} else {
-			ts, err = ReadJSONL(bytes.NewReader(b))
+			ts, cols, err = ReadJSONL(bytes.NewReader(b))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w (in %s)", err, f)
+			return nil, nil, fmt.Errorf("%w (in %s)", err, f)
 		}
-		if len(ts) == 0 {
-			return nil, fmt.Errorf("lean: %s holds no theorems", f)
-		}
-		return ts, nil
+		return ts, cols, nil
 	}
-	return nil, fmt.Errorf("lean: dataset %q not found locally (tried %s); Hugging Face datasets are not downloaded: export it to a .jsonl or .parquet file with a formal_statement column and set dataset_name_or_path to it",
+	return nil, nil, fmt.Errorf("dataset %q not found locally (tried %s); Hugging Face datasets are not downloaded: export it to a .jsonl or .parquet file with a formal_statement column and set dataset_name_or_path to it",
 		p, strings.Join(tried, ", "))
 }
 
-// Checker verifies a proof text (the Kimina client, or a stand-in).
+// Checker verifies a proof text (the Kimina client, or a stand-in). A
+// *RequestError is a failed request (scored, not an env error); other
+// errors abort the step.
 type Checker interface {
-	Check(ctx context.Context, id, code string) (Result, error)
+	Check(ctx context.Context, id, code string) (Reply, error)
+}
+
+// Status is the outcome class of a check: "valid", "invalid", "error",
+// "timeout" or "server_error".
+type Status string
+
+// Outcome is upstream's interpretation of a check (service-envs.md §3
+// "Interpretation").
+type Outcome struct {
+	Status   Status
+	Accepted bool
+	Success  bool
+	// Messages are the message objects (severity, pos, endPos, data) as
+	// the info's message_objects.
+	Messages    []map[string]any
+	Diagnostics map[string]any // {} when none
+}
+
+func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), sub) }
+
+func failure(status Status, text string) Outcome {
+	return Outcome{Status: status, Messages: []map[string]any{{"severity": "error", "data": text}}, Diagnostics: map[string]any{}}
+}
+
+// Interpret reads results[0] of a reply (or the request failure err).
+func Interpret(r Reply, err error) Outcome {
+	if err != nil {
+		if containsFold(err.Error(), "timed out") {
+			return failure("timeout", err.Error())
+		}
+		return failure("server_error", err.Error())
+	}
+	if len(r.Results) == 0 {
+		return failure("server_error", "Empty response from Lean server.")
+	}
+	res := r.Results[0]
+	diag := res.Diagnostics
+	if diag == nil {
+		diag = map[string]any{}
+	}
+	if res.Error != nil {
+		o := failure("error", *res.Error)
+		if containsFold(*res.Error, "timed out") {
+			o.Status = "timeout"
+		}
+		o.Diagnostics = diag
+		return o
+	}
+	if m, ok := res.Response["message"]; ok {
+		return Outcome{Status: "error", Messages: []map[string]any{{"severity": "error", "data": m, "pos": map[string]any{}}}, Diagnostics: diag}
+	}
+	o := Outcome{Status: "invalid", Messages: []map[string]any{}, Diagnostics: diag}
+	if ms, ok := res.Response["messages"].([]any); ok {
+		for _, m := range ms {
+			o.Messages = append(o.Messages, m.(map[string]any))
+		}
+	}
+	blocking, anyErr := false, false
+	for _, m := range o.Messages {
+		if sev, _ := m["severity"].(string); strings.ToLower(sev) == "error" {
+			anyErr = true
+			if !containsFold(messageText(m), "unsolved goals") {
+				blocking = true
+			}
+		}
+	}
+	sorries, _ := res.Response["sorries"].([]any)
+	o.Accepted = !blocking && len(sorries) == 0
+	o.Success = !anyErr && len(sorries) == 0
+	if o.Accepted {
+		o.Status = "valid"
+	}
+	return o
+}
+
+// messageText is a message's data, else its message, else "".
+func messageText(m map[string]any) string {
+	for _, k := range []string{"data", "message"} {
+		if v, ok := m[k]; ok && v != nil {
+			if s := pyjson.Str(v); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// location is a pos/endPos part: "line:column", "line", or "".
+func location(v any) string {
+	p, ok := v.(map[string]any)
+	if !ok || len(p) == 0 {
+		return ""
+	}
+	l, ok := p["line"]
+	if !ok || l == nil {
+		return ""
+	}
+	if c, ok := p["column"]; ok && c != nil {
+		return pyjson.Str(l) + ":" + pyjson.Str(c)
+	}
+	return pyjson.Str(l)
+}
+
+// FormatMessages renders message objects as upstream's feedback lines:
+// "{indent}{i:02d}. [{SEV}{ LOC}] {data}", right-trimmed, or
+// "{indent}(no Lean messages)". truncate > 0 strips the text and cuts it
+// to truncate-3 characters + "..." when longer.
+func FormatMessages(msgs []map[string]any, indent string, truncate int) []string {
+	if len(msgs) == 0 {
+		return []string{indent + "(no Lean messages)"}
+	}
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		sev := "INFO"
+		if v, ok := m["severity"]; ok {
+			sev = strings.ToUpper(pyjson.Str(v))
+		}
+		text := messageText(m)
+		if sev == "ERROR" && containsFold(text, "unsolved goals") {
+			sev = "UNSOLVED GOALS"
+		}
+		var locs []string
+		for _, k := range []string{"pos", "endPos"} {
+			if l := location(m[k]); l != "" {
+				locs = append(locs, l)
+			}
+		}
+		if len(locs) > 0 {
+			sev += " " + strings.Join(locs, " → ")
+		}
+		if truncate > 0 {
+			text = pyStrip(text)
+			if r := []rune(text); len(r) > truncate {
+				text = string(r[:max(truncate-3, 0)]) + "..."
+			}
+		}
+		out[i] = strings.TrimRightFunc(fmt.Sprintf("%s%02d. [%s] %s", indent, i+1, sev, text), isPySpace)
+	}
+	return out
 }
 
 type logEntry struct {
@@ -243,7 +473,8 @@ type Env struct {
 	cfg      Config
 	theorems []Theorem
 	checker  Checker
-	cur      Theorem
+	rng      *pyrand.Random
+	cur      *Theorem
 	accepted []string
 	steps    int
 	log      []logEntry
@@ -253,7 +484,7 @@ type Env struct {
 
 type feedback struct {
 	accepted bool
-	messages []Message
+	messages []map[string]any
 }
 
 var _ env.BaseEnv = (*Env)(nil)
@@ -269,10 +500,14 @@ func FromEnvConfig(envConfig map[string]any) (*Env, error) {
 	return env.FromConfig("lean", DefaultConfig(), envConfig, New)
 }
 
-// NewClient builds the Kimina client of cfg.
+// NewClient builds the Kimina client of cfg: api_key, else the
+// environment's LEAN_SERVER_API_KEY, else LEANSERVER_API_KEY.
 func NewClient(cfg Config) *Client {
 	key := os.Getenv("LEAN_SERVER_API_KEY")
-	if cfg.APIKey != nil {
+	if key == "" {
+		key = os.Getenv("LEANSERVER_API_KEY")
+	}
+	if cfg.APIKey != nil && *cfg.APIKey != "" {
 		key = *cfg.APIKey
 	}
 	return &Client{URL: cfg.ServerURL, APIKey: key, RequestTimeout: cfg.RequestTimeout,
@@ -304,103 +539,163 @@ func NewWithChecker(cfg Config, ts []Theorem, c Checker) (*Env, error) {
 	if len(ts) == 0 || c == nil {
 		return nil, errors.New("lean: no theorems or no checker")
 	}
-	e := &Env{cfg: cfg, theorems: ts, checker: c}
-	e.set(0)
-	return e, nil
+	return &Env{cfg: cfg, theorems: ts, checker: c, rng: pyrand.NewRandom(0), render: "Lean environment not initialised."}, nil
 }
 
 func (e *Env) set(i int) {
-	e.cur = e.theorems[i]
+	e.cur = &e.theorems[i]
 	e.accepted, e.log, e.last, e.steps = nil, nil, nil, 0
 	e.render = e.draw()
 }
 
-// Reset picks choice(records) under a Python Random seeded with seed.
+// Len is the number of usable theorems.
+func (e *Env) Len() int { return len(e.theorems) }
+
+// Theorem returns the current theorem (the zero Theorem before the first
+// reset).
+func (e *Env) Theorem() Theorem {
+	if e.cur == nil {
+		return Theorem{}
+	}
+	return *e.cur
+}
+
+// Reset reseeds the env's Python Random with seed and picks
+// records[randbelow(N)]; mode is ignored.
 func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	e.set(pyrand.NewRandom(seed).Intn(len(e.theorems)))
+	e.rng.Seed(seed)
+	e.set(e.rng.RandBelow(len(e.theorems)))
 	return e.render, nil
 }
 
-// ProofText is the Lean file for the current theorem with tactics.
-func (e *Env) ProofText(tactics []string) string {
-	imports := e.cur.Imports
-	if len(imports) == 0 {
-		imports = strings.Split(e.cfg.DefaultImports, "\n")
+// ResetIndex resets to theorem idx mod N (upstream's theorem_idx
+// option), leaving the random state alone.
+func (e *Env) ResetIndex(ctx context.Context, idx int) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
 	}
-	lines := append([]string{}, imports...)
-	lines = append(lines, "")
-	lines = append(lines, e.cur.Preamble...)
-	lines = append(lines, "")
-	lines = append(lines, e.cur.Statement...)
-	for _, t := range tactics {
-		lines = append(lines, "  "+t)
-	}
-	return strings.Join(lines, "\n") + "\n"
+	n := len(e.theorems)
+	e.set(((idx % n) + n) % n)
+	return e.render, nil
 }
 
-// Step checks one tactic appended to the accepted ones.
-func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
-	tactic := strings.TrimSpace(a.Text)
-	e.steps++
-	reward := e.cfg.StepPenalty
-	accepted, success, timedOut := false, false, false
-	var msgs []Message
-	if tactic == "" {
-		reward += e.cfg.InvalidStepReward
-		msgs = []Message{{Severity: "error", Data: "empty tactic"}}
-	} else {
-		cand := append(slices.Clone(e.accepted), tactic)
-		res, err := e.checker.Check(ctx, fmt.Sprintf("step-%d", e.steps), e.ProofText(cand))
-		switch {
-		case errors.Is(err, ErrTimeout):
-			timedOut = true
-			msgs = []Message{{Severity: "error", Data: "Lean check timed out"}}
-		case err != nil:
-			e.steps--
-			return env.StepResult{}, err
-		default:
-			msgs = res.Response.Messages
-			blocking, anyErr := false, false
-			for _, m := range msgs {
-				if m.Severity == "error" {
-					anyErr = true
-					if !strings.Contains(m.Data, "unsolved goals") {
-						blocking = true
-					}
-				}
-			}
-			noSorry := len(res.Response.Sorries) == 0
-			accepted = !blocking && noSorry
-			success = !anyErr && noSorry
-		}
-		if accepted {
-			reward += e.cfg.ValidStepReward
-			e.accepted = cand
-		} else {
-			reward += e.cfg.InvalidStepReward
-		}
-		if success {
-			reward += e.cfg.SuccessReward
-		}
-		if timedOut {
-			reward += e.cfg.TimeoutPenalty
+// ProofText is the Lean file for the current theorem with tactics
+// (service-envs.md §3 "Proof text"): imports (or default_imports) and a
+// blank line, the preamble and a blank line when there is one, the body,
+// then "  "+t for every tactic with non-whitespace content; it ends with a
+// newline.
+func (e *Env) ProofText(tactics []string) string {
+	var th Theorem
+	if e.cur != nil {
+		th = *e.cur
+	}
+	var lines []string
+	imp := th.Imports
+	if imp == "" {
+		imp = e.cfg.DefaultImports
+	}
+	if imp != "" {
+		lines = append(lines, splitLines(pyStrip(imp))...)
+		lines = append(lines, "")
+	}
+	if th.Preamble != "" {
+		lines = append(lines, splitLines(th.Preamble)...)
+		lines = append(lines, "")
+	}
+	if th.Body != "" {
+		lines = append(lines, splitLines(th.Body)...)
+	}
+	for _, t := range tactics {
+		if pyStrip(t) != "" {
+			lines = append(lines, "  "+t)
 		}
 	}
-	done := success
-	if !success && e.steps >= e.cfg.MaxSteps {
+	out := strings.Join(lines, "\n")
+	if !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	return out
+}
+
+// Step checks one tactic appended to the accepted ones (service-envs.md
+// §3 "Step"). Info: action_is_valid, action_is_effective and accepted (all
+// "accepted by Lean"), success, messages (formatted lines), message_objects,
+// and diagnostics when the server sent any.
+func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
+	if err := ctx.Err(); err != nil {
+		return env.StepResult{}, err
+	}
+	if e.cur == nil {
+		return env.StepResult{}, errors.New("lean: Step before Reset")
+	}
+	tactic := a.Text
+	if tactic == "" {
+		e.steps++
+		reward := e.cfg.StepPenalty + e.cfg.InvalidStepReward
+		done := false
+		if e.steps >= e.cfg.MaxSteps {
+			reward += e.cfg.MaxStepsPenalty
+			done = true
+		}
+		msgs := []map[string]any{{"severity": "error", "data": "Empty tactic is not allowed."}}
+		e.log = append(e.log, logEntry{"", false})
+		e.last = &feedback{false, msgs}
+		e.render = e.draw()
+		return env.StepResult{Observation: e.render, Reward: reward, Done: done, Info: env.Info{
+			"action_is_valid": false, "action_is_effective": false, "success": false, "accepted": false,
+			"messages": FormatMessages(msgs, "  ", e.cfg.MessageTruncateLimit), "message_objects": anyList(msgs),
+		}}, nil
+	}
+	cand := append(slices.Clone(e.accepted), tactic)
+	reply, err := e.checker.Check(ctx, NewSnippetID(), e.ProofText(cand))
+	var re *RequestError
+	if err != nil && !errors.As(err, &re) {
+		return env.StepResult{}, fmt.Errorf("lean: %w", err)
+	}
+	o := Interpret(reply, err)
+	if o.Accepted {
+		e.accepted = cand
+	}
+	e.steps++
+	reward := e.cfg.StepPenalty
+	if o.Accepted {
+		reward += e.cfg.ValidStepReward
+	} else {
+		reward += e.cfg.InvalidStepReward
+	}
+	if o.Success {
+		reward += e.cfg.SuccessReward
+	}
+	if o.Status == "timeout" {
+		reward += e.cfg.TimeoutPenalty
+	}
+	done := o.Success
+	if !done && e.steps >= e.cfg.MaxSteps {
 		reward += e.cfg.MaxStepsPenalty
 		done = true
 	}
-	e.log = append(e.log, logEntry{tactic, accepted})
-	e.last = &feedback{accepted, msgs}
+	e.log = append(e.log, logEntry{tactic, o.Accepted})
+	e.last = &feedback{o.Accepted, o.Messages}
 	e.render = e.draw()
-	return env.StepResult{Observation: e.render, Reward: reward, Done: done, Info: env.Info{
-		"action_is_valid": tactic != "", "action_is_effective": accepted, "success": success,
-		"accepted": accepted, "timeout": timedOut, "accepted_tactics": len(e.accepted),
-	}}, nil
+	info := env.Info{
+		"action_is_valid": o.Accepted, "action_is_effective": o.Accepted, "accepted": o.Accepted, "success": o.Success,
+		"messages": FormatMessages(o.Messages, "  ", e.cfg.MessageTruncateLimit), "message_objects": anyList(o.Messages),
+	}
+	if len(o.Diagnostics) > 0 {
+		info["diagnostics"] = o.Diagnostics
+	}
+	return env.StepResult{Observation: e.render, Reward: reward, Done: done, Info: info}, nil
+}
+
+func anyList(ms []map[string]any) []any {
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = m
+	}
+	return out
 }
 
 // Render returns the proof state view.
@@ -409,30 +704,80 @@ func (e *Env) Render() string { return e.render }
 // Close does nothing.
 func (e *Env) Close() error { return nil }
 
-func wrap(text string, width int, indent string) []string {
-	var out []string
-	line := indent
-	for _, w := range strings.Fields(text) {
-		if line != indent && len(line)+1+len(w) > width {
-			out = append(out, line)
-			line = indent
+// textWrap is Python's textwrap.wrap(text, width) for break_on_hyphens
+// off: tabs expanded, each whitespace character a space, words split at
+// spaces (runs kept inside a line, dropped at line ends), words longer
+// than width split.
+func textWrap(text string, width int) []string {
+	var exp strings.Builder
+	col := 0
+	for _, r := range text {
+		switch {
+		case r == '\t':
+			n := 8 - col%8
+			exp.WriteString(strings.Repeat(" ", n))
+			col += n
+		case r == '\n' || r == '\r':
+			exp.WriteByte(' ')
+			col = 0
+		case r == '\v' || r == '\f':
+			exp.WriteByte(' ')
+			col++
+		default:
+			exp.WriteRune(r)
+			col++
 		}
-		if line != indent {
-			line += " "
+	}
+	// chunks: alternating runs of spaces and non-spaces.
+	var chunks []string
+	rs := []rune(exp.String())
+	for i := 0; i < len(rs); {
+		j := i
+		for j < len(rs) && (rs[j] == ' ') == (rs[i] == ' ') {
+			j++
 		}
-		line += w
+		chunks = append(chunks, string(rs[i:j]))
+		i = j
 	}
-	if line != indent {
-		out = append(out, line)
+	var lines []string
+	rlen := func(s string) int { return len([]rune(s)) }
+	for len(chunks) > 0 {
+		var cur []string
+		n := 0
+		if strings.TrimLeft(chunks[0], " ") == "" && len(lines) > 0 {
+			chunks = chunks[1:]
+		}
+		for len(chunks) > 0 && n+rlen(chunks[0]) <= width {
+			n += rlen(chunks[0])
+			cur = append(cur, chunks[0])
+			chunks = chunks[1:]
+		}
+		if len(chunks) > 0 && rlen(chunks[0]) > width {
+			r := []rune(chunks[0])
+			space := width - n // 0 appends "" and leaves the word for the next line
+			cur = append(cur, string(r[:space]))
+			chunks[0] = string(r[space:])
+		}
+		if len(cur) > 0 && strings.TrimLeft(cur[len(cur)-1], " ") == "" {
+			cur = cur[:len(cur)-1]
+		}
+		if len(cur) > 0 {
+			lines = append(lines, strings.Join(cur, ""))
+		}
 	}
-	return out
+	return lines
 }
 
 func (e *Env) draw() string {
+	if e.cur == nil {
+		return "Lean environment not initialised."
+	}
 	var b []string
 	b = append(b, fmt.Sprintf("Steps taken: %d/%d | accepted tactics: %d", e.steps, e.cfg.MaxSteps, len(e.accepted)), "", "Informal statement:")
-	if inf := wrap(e.cur.Informal, 88, "  "); len(inf) > 0 {
-		b = append(b, inf...)
+	if inf := textWrap(e.cur.Informal, 88); len(inf) > 0 {
+		for _, l := range inf {
+			b = append(b, "  "+l)
+		}
 	} else {
 		b = append(b, "  (not provided)")
 	}
@@ -459,26 +804,7 @@ func (e *Env) draw() string {
 	}
 	if e.last != nil {
 		b = append(b, "", "Last Lean feedback:", "  accepted: "+pyBool(e.last.accepted), "  messages:")
-		if len(e.last.messages) == 0 {
-			b = append(b, "    (no Lean messages)")
-		}
-		for i, m := range e.last.messages {
-			sev := strings.ToUpper(m.Severity)
-			if strings.Contains(m.Data, "unsolved goals") {
-				sev = "UNSOLVED GOALS"
-			}
-			if m.Pos != nil {
-				sev += fmt.Sprintf(" %d:%d", m.Pos.Line, m.Pos.Column)
-				if m.EndPos != nil {
-					sev += fmt.Sprintf(" → %d:%d", m.EndPos.Line, m.EndPos.Column)
-				}
-			}
-			text := m.Data
-			if n := e.cfg.MessageTruncateLimit; n > 0 && len([]rune(text)) > n {
-				text = string([]rune(text)[:n]) + "..."
-			}
-			b = append(b, fmt.Sprintf("    %02d. [%s] %s", i+1, sev, text))
-		}
+		b = append(b, FormatMessages(e.last.messages, "", e.cfg.MessageTruncateLimit)...)
 	}
 	return strings.Join(b, "\n")
 }

@@ -6,9 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"ragen/env"
 	"ragen/env/envtest"
@@ -51,11 +53,12 @@ func newStandIn(t testing.TB) *standIn {
 		s.calls.Add(1)
 		var req struct {
 			Snippets []struct{ ID, Code string } `json:"snippets"`
-			Timeout  float64                     `json:"timeout"`
+			Timeout  int                         `json:"timeout"`
+			Debug    bool                        `json:"debug"`
 			Reuse    bool                        `json:"reuse"`
 			Infotree string                      `json:"infotree"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Snippets) != 1 || !req.Reuse || req.Infotree != "tactics" || req.Timeout <= 0 {
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Snippets) != 1 || !req.Reuse || !req.Debug || req.Infotree != "tactics" || req.Timeout <= 0 {
 			http.Error(w, "bad request", 422)
 			return
 		}
@@ -132,32 +135,19 @@ func step(t *testing.T, e env.BaseEnv, tac string) env.StepResult {
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
-func TestSplitStatement(t *testing.T) {
-	ts, err := Load(Config{DatasetNameOrPath: "testdata/theorems.jsonl"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ts[0].Imports) != 2 || strings.Join(ts[0].Preamble, "|") != "set_option maxHeartbeats 400000||open Nat||/-- Two plus two is four. -/" ||
-		strings.Join(ts[0].Statement, "|") != "theorem two_add_two : (2 : ℕ) + 2 = 4 := by" {
-		t.Errorf("%+v", ts[0])
-	}
-	if len(ts[1].Imports) != 0 || !strings.HasPrefix(ts[1].Informal, "If p and q") || len(ts[2].Statement) != 1 {
-		t.Errorf("%+v %+v", ts[1], ts[2])
-	}
-	if _, err := SplitStatement("import Mathlib\n-- nothing", ""); err == nil {
-		t.Error("no declaration accepted")
-	}
-}
-
 func TestEpisode(t *testing.T) {
 	s := newStandIn(t)
 	e := newEnv(t, s, nil)
+	if e.Render() != "Lean environment not initialised." {
+		t.Errorf("before reset: %q", e.Render())
+	}
 	resetTo(t, e, "and_swap")
 	r := step(t, e, "constructor")
 	if !near(r.Reward, 0.9) || r.Done || r.Info["action_is_effective"] != true {
 		t.Errorf("unsolved goals: %+v", r)
 	}
-	want := "import Mathlib\nimport Aesop\nset_option maxHeartbeats 0\nopen BigOperators Real Nat Topology Rat\n\n\ntheorem and_swap (p q : Prop) (hp : p) (hq : q) : q ∧ p := by\n  constructor\n"
+	// service-envs.md §3 "Proof text": empty preamble → exactly one blank line.
+	want := "import Mathlib\nimport Aesop\nset_option maxHeartbeats 0\nopen BigOperators Real Nat Topology Rat\n\ntheorem and_swap (p q : Prop) (hp : p) (hq : q) : q ∧ p := by\n  constructor\n"
 	if got := s.lastCode.Load(); got != want {
 		t.Errorf("proof text %q, want %q", got, want)
 	}
@@ -176,10 +166,10 @@ func TestEpisode(t *testing.T) {
 	}
 	view := e.Render()
 	for _, part := range []string{
-		"Steps taken: 5/6 | accepted tactics: 3\n\nInformal statement:\n  If p and q both hold, then q and p hold. This is a deliberately long informal\n  statement so that the rendered view has to wrap it over more than one line of text.\n\nProof transcript:\n",
-		"    7 | theorem and_swap (p q : Prop) (hp : p) (hq : q) : q ∧ p := by\n    8 |   constructor\n    9 |   exact hq\n   10 |   exact hp\n",
+		"Steps taken: 5/6 | accepted tactics: 3\n\nInformal statement:\n  If p and q both hold, then q and p hold. This is a deliberately long informal statement\n  so that the rendered view has to wrap it over more than one line of text.\n\nProof transcript:\n",
+		"    6 | theorem and_swap (p q : Prop) (hp : p) (hq : q) : q ∧ p := by\n    7 |   constructor\n    8 |   exact hq\n    9 |   exact hp\n",
 		"Proof log (latest 5 steps):\n  01. constructor [✓ accepted]\n  02. simp_all? [✗ rejected]\n",
-		"  05. exact hp [✓ accepted]\n\nLast Lean feedback:\n  accepted: True\n  messages:\n    (no Lean messages)",
+		"  05. exact hp [✓ accepted]\n\nLast Lean feedback:\n  accepted: True\n  messages:\n(no Lean messages)",
 	} {
 		if !strings.Contains(view, part) {
 			t.Errorf("render lacks %q:\n%s", part, view)
@@ -191,7 +181,7 @@ func TestEpisode(t *testing.T) {
 		t.Errorf("%s", e.Render())
 	}
 	r = step(t, e, "linarith")
-	if !strings.Contains(e.Render(), "  accepted: False\n  messages:\n    01. [ERROR 10:2] unknown tactic") {
+	if !strings.Contains(e.Render(), "  accepted: False\n  messages:\n01. [ERROR 10:2] unknown tactic") {
 		t.Errorf("%s", e.Render())
 	}
 	r = step(t, e, "")
@@ -199,7 +189,7 @@ func TestEpisode(t *testing.T) {
 		t.Errorf("empty: %+v", r)
 	}
 	r = step(t, e, "sleep")
-	if !near(r.Reward, -2.1) || r.Info["timeout"] != true {
+	if !near(r.Reward, -2.1) || r.Info["success"] != false {
 		t.Errorf("timeout: %+v", r)
 	}
 }
@@ -220,7 +210,7 @@ func TestUnsolvedGoalsRender(t *testing.T) {
 	e := newEnv(t, s, nil)
 	resetTo(t, e, "and_swap")
 	step(t, e, "constructor")
-	if !strings.Contains(e.Render(), "    01. [UNSOLVED GOALS 9:40 → 10:5] unsolved goals\n⊢ p") {
+	if !strings.Contains(e.Render(), "\n01. [UNSOLVED GOALS 9:40 → 10:5] unsolved goals\n⊢ p") {
 		t.Errorf("%s", e.Render())
 	}
 }
@@ -228,10 +218,20 @@ func TestUnsolvedGoalsRender(t *testing.T) {
 func TestRetriesAndErrors(t *testing.T) {
 	s := newStandIn(t)
 	e := newEnv(t, s, map[string]any{"max_retries": 3})
+	e.(*Env).checker.(*Client).wait = func(int) time.Duration { return time.Millisecond }
 	resetTo(t, e, "two_add_two")
 	s.failures.Store(2)
 	if r := step(t, e, "norm_num"); !r.Done || r.Info["success"] != true {
 		t.Errorf("after 2 retries: %+v", r)
+	}
+	// service-envs.md §3: all attempts failing is a server_error outcome
+	// with upstream's text, scored as a rejected tactic, not an env error.
+	resetTo(t, e, "two_add_two")
+	s.failures.Store(3)
+	r := step(t, e, "norm_num")
+	want := []any{map[string]any{"severity": "error", "data": "Request failed after 3 retries"}}
+	if !near(r.Reward, -1.1) || r.Done || !reflect.DeepEqual(r.Info["message_objects"], want) {
+		t.Errorf("all retries failed: %+v", r)
 	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
@@ -241,7 +241,7 @@ func TestRetriesAndErrors(t *testing.T) {
 		t.Errorf("dead server: %v", err)
 	}
 	_, err = env.New("lean", nil)
-	if err == nil || !strings.Contains(err.Error(), `"CoderBak/minif2f" not found locally`) {
+	if err == nil || !strings.Contains(err.Error(), "Failed to load dataset CoderBak/minif2f (train): dataset \"CoderBak/minif2f\" not found locally") {
 		t.Errorf("default dataset: %v", err)
 	}
 }
@@ -270,8 +270,10 @@ func TestParquet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ts) != 2 || ts[0].Informal != "Two plus two is four." || strings.Join(ts[0].Statement, "|") != "theorem two_add_two : (2 : ℕ) + 2 = 4 := by" ||
-		strings.Join(ts[1].Imports, "|") != "import Mathlib" || ts[1].Informal != "" {
+	// Only natural_language_statement is read (service-envs.md §3): this
+	// file's informal_statement column is ignored.
+	if len(ts) != 2 || ts[0].Informal != "" || ts[0].Name != "hf_0" || ts[0].Body != "theorem two_add_two : (2 : ℕ) + 2 = 4 := by sorry" ||
+		ts[1].Imports != "import Mathlib" {
 		t.Fatalf("%+v", ts)
 	}
 }

@@ -7,6 +7,11 @@
 // F1 against the ground truths). Other text is read as an answer through
 // upstream's fallback extraction.
 //
+// Step info carries upstream's keys per action kind (action_is_effective,
+// action_is_valid, success, action_type, and query, answer or
+// raw_action/extracted_answer, with reward_metadata from [ScoreAnswer]);
+// see shared spec service-envs.md §1.
+//
 // Retrieval has three back ends: upstream's mock mode (two fixed
 // documents); upstream's retrieval server (retriever: server;
 // POST {url}/retrieve, [ServerClient]); and, by default (ours), an

@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"ragen/env"
+	"ragen/env/internal/pyjson"
 )
 
 // Doc is one retrieved document.
@@ -38,7 +40,7 @@ type Retriever interface {
 // "...".
 func FormatResults(docs []Doc, n, maxChars int) string {
 	if len(docs) == 0 {
-		return "No relevant documents found for the query."
+		return noDocs
 	}
 	parts := make([]string, 0, min(n, len(docs)))
 	for i, d := range docs {
@@ -58,21 +60,43 @@ func FormatResults(docs []Doc, n, maxChars int) string {
 	return out
 }
 
+// Searcher is a Retriever that produces the whole result text itself, as
+// upstream's retrieval client and mock mode do (service-envs.md §1): the
+// env shows the text as is. maxResults is max_search_results, maxChars
+// max_total_chars.
+type Searcher interface {
+	SearchText(ctx context.Context, query string, maxResults, maxChars int) (string, error)
+}
+
+// pyFixed is Python's format(x, ".{prec}f"): correctly rounded digits,
+// and inf/-inf/nan spelled as Python does.
+func pyFixed(x float64, prec int) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 0):
+		return env.PyFloatRepr(x)
+	}
+	return strconv.FormatFloat(x, 'f', prec, 64)
+}
+
 // ServerClient speaks upstream's retrieval-server API
 // (scripts/retrieval/server.py): POST {url}/retrieve with
 // {"query": q, "top_k": k} → {"results": [{"id", "content", "score"}]};
-// GET {url}/health.
+// GET {url}/health. Trailing slashes of URL are dropped.
 type ServerClient struct {
 	URL     string
-	Timeout time.Duration
+	Timeout time.Duration // retrieval_timeout
 	HTTP    *http.Client
 }
 
-// Health checks GET {url}/health.
+func (c *ServerClient) base() string { return strings.TrimRight(c.URL, "/") }
+
+// Health checks GET {url}/health with upstream's 5 s timeout.
 func (c *ServerClient) Health(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.URL, "/")+"/health", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base()+"/health", nil)
 	if err != nil {
 		return err
 	}
@@ -95,28 +119,34 @@ func (c *ServerClient) client() *http.Client {
 	return http.DefaultClient
 }
 
-// ServerError is a non-200 reply of the retrieval server.
+// ServerError is a reply of the retrieval server with status >= 400.
 type ServerError struct {
 	Status int
-	Msg    string
+	Msg    string // py-str of the body's "error", "Unknown error" when absent
+	HasMsg bool   // the body was a JSON object
 }
 
 func (e *ServerError) Error() string {
 	s := fmt.Sprintf("Retrieval server error (status %d)", e.Status)
-	if e.Msg != "" {
+	if e.HasMsg {
 		s += ": " + e.Msg
 	}
 	return s
 }
 
-// Retrieve asks the server for min(k, 50) documents.
-func (c *ServerClient) Retrieve(ctx context.Context, query string, k int) ([]Doc, error) {
+// searchError is a failure upstream reports as "Search error: {msg}".
+type searchError struct{ msg string }
+
+func (e *searchError) Error() string { return "Search error: " + e.msg }
+
+// post sends the retrieve request and returns the decoded reply.
+func (c *ServerClient) post(ctx context.Context, query string, k int) (any, error) {
 	body, _ := json.Marshal(map[string]any{"query": query, "top_k": min(k, 50)})
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.URL, "/")+"/retrieve", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base()+"/retrieve", bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return nil, &searchError{err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client().Do(req)
@@ -126,50 +156,218 @@ func (c *ServerClient) Retrieve(ctx context.Context, query string, k int) ([]Doc
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error  string `json:"error"`
-			Detail string `json:"detail"`
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		_ = json.Unmarshal(b, &e)
-		return nil, &ServerError{Status: resp.StatusCode, Msg: e.Error + e.Detail}
+		return nil, &searchError{err.Error()}
 	}
-	var out struct {
-		Results []Doc `json:"results"`
+	if resp.StatusCode >= 400 {
+		se := &ServerError{Status: resp.StatusCode}
+		if v, err := pyjson.Decode(string(b)); err == nil {
+			if o, ok := v.(*pyjson.Object); ok {
+				se.HasMsg, se.Msg = true, "Unknown error"
+				if e, ok := o.Get("error"); ok {
+					se.Msg = pyjson.Str(e)
+				}
+			}
+		}
+		return nil, se
 	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("bad reply: %v", err)
+	v, err := pyjson.Decode(string(b))
+	if err != nil {
+		return nil, &searchError{err.Error()}
 	}
-	return out.Results, nil
+	return v, nil
 }
 
-// errorText turns a retrieval error into upstream's observation text.
-func errorText(err error, url string, timeout float64) string {
+// Retrieve asks the server for min(k, 50) documents and returns the first
+// k (ids and contents as Python's str() prints them).
+func (c *ServerClient) Retrieve(ctx context.Context, query string, k int) ([]Doc, error) {
+	v, err := c.post(ctx, query, k)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := resultEntries(v, k)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]Doc, len(entries))
+	for i, e := range entries {
+		id, content, score, err := entryFields(e, i+1)
+		if err != nil {
+			return nil, err
+		}
+		f, ok := pyjson.Float(score)
+		if !ok {
+			return nil, &searchError{formatError(score)}
+		}
+		docs[i] = Doc{ID: id, Content: pyjson.Str(content), Score: f}
+	}
+	return docs, nil
+}
+
+// SearchText is upstream's _search: the request, then the reply as
+// result text or one of upstream's error texts (service-envs.md §1). Only
+// a cancelled ctx is a Go error.
+func (c *ServerClient) SearchText(ctx context.Context, query string, maxResults, maxChars int) (string, error) {
+	v, err := c.post(ctx, query, maxResults)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return errorText(err, c.base(), c.Timeout.Seconds()), nil
+	}
+	entries, err := resultEntries(v, maxResults)
+	if err != nil {
+		return err.Error(), nil
+	}
+	if entries == nil {
+		return noDocs, nil
+	}
+	parts := make([]string, 0, len(entries))
+	for i, e := range entries {
+		id, content, score, err := entryFields(e, i+1)
+		if err != nil {
+			return err.Error(), nil
+		}
+		var text string
+		switch x := content.(type) {
+		case string:
+			text = x
+			if r := []rune(x); len(r) > 800 {
+				text = string(r[:800]) + "..."
+			}
+		case []any:
+			text = pyjson.Str(x)
+			if len(x) > 800 {
+				return "Search error: can only concatenate list (not \"str\") to list", nil
+			}
+		case *pyjson.Object:
+			if len(x.Keys) > 800 {
+				return "Search error: unhashable type: 'slice'", nil
+			}
+			text = pyjson.Str(x)
+		default:
+			return fmt.Sprintf("Search error: object of type '%s' has no len()", pyjson.TypeName(content)), nil
+		}
+		f, ok := pyjson.Float(score)
+		if !ok {
+			return "Search error: " + formatError(score), nil
+		}
+		parts = append(parts, fmt.Sprintf("[Document %d] (ID: %s, Score: %s)\n%s", i+1, id, pyFixed(f, 3), text))
+	}
+	out := strings.Join(parts, "\n\n")
+	if r := []rune(out); len(r) > maxChars {
+		out = string(r[:maxChars]) + "..."
+	}
+	return out, nil
+}
+
+const noDocs = "No relevant documents found for the query."
+
+// resultEntries is body.get("results", [])[:k]: nil when the results are
+// falsy, a searchError where Python raises.
+func resultEntries(v any, k int) ([]any, error) {
+	o, ok := v.(*pyjson.Object)
+	if !ok {
+		return nil, &searchError{fmt.Sprintf("'%s' object has no attribute 'get'", pyjson.TypeName(v))}
+	}
+	r, ok := o.Get("results")
+	if !ok || !truthy(r) {
+		return nil, nil
+	}
+	switch x := r.(type) {
+	case []any:
+		return x[:min(k, len(x))], nil
+	case string: // slicing a str gives characters, which have no .get
+		return nil, &searchError{"'str' object has no attribute 'get'"}
+	case *pyjson.Object:
+		return nil, &searchError{"unhashable type: 'slice'"}
+	}
+	return nil, &searchError{fmt.Sprintf("'%s' object is not subscriptable", pyjson.TypeName(r))}
+}
+
+// entryFields reads one result entry: py-str id (doc_{i} when absent),
+// content ("" when absent) and score (0.0 when absent).
+func entryFields(e any, i int) (id string, content, score any, err error) {
+	o, ok := e.(*pyjson.Object)
+	if !ok {
+		return "", nil, nil, &searchError{fmt.Sprintf("'%s' object has no attribute 'get'", pyjson.TypeName(e))}
+	}
+	id = fmt.Sprintf("doc_%d", i)
+	if v, ok := o.Get("id"); ok {
+		id = pyjson.Str(v)
+	}
+	content, score = "", 0.0
+	if v, ok := o.Get("content"); ok {
+		content = v
+	}
+	if v, ok := o.Get("score"); ok {
+		score = v
+	}
+	return id, content, score, nil
+}
+
+// formatError is Python's message for format(v, ".3f") of a non-number.
+func formatError(v any) string {
+	if _, ok := v.(string); ok {
+		return "Unknown format code 'f' for object of type 'str'"
+	}
+	return fmt.Sprintf("unsupported format string passed to %s.__format__", pyjson.TypeName(v))
+}
+
+// truthy is Python's bool() of a decoded JSON value.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case *pyjson.Object:
+		return len(x.Keys) > 0
+	}
+	f, _ := pyjson.Float(v)
+	return f != 0
+}
+
+// errorText turns a request failure into upstream's observation text:
+// timeouts (connect or read) first, then other transport failures as
+// "Could not connect", then server and parse errors.
+func errorText(err error, base string, timeout float64) string {
 	var se *ServerError
+	var pe *searchError
 	var ne net.Error
-	var oe *net.OpError
 	switch {
 	case errors.As(err, &se):
 		return se.Error()
+	case errors.As(err, &pe):
+		return pe.Error()
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return fmt.Sprintf("Search request timed out after %s seconds.", env.PyFloatRepr(timeout))
-	case errors.As(err, &oe) && oe.Op == "dial":
-		return fmt.Sprintf("Could not connect to retrieval server at %s. Is it running?", url)
 	}
-	return fmt.Sprintf("Search error: %v", err)
+	return fmt.Sprintf("Could not connect to retrieval server at %s. Is it running?", base)
 }
 
 // Mock is upstream's mock mode: two fixed documents mentioning the query.
 type Mock struct{}
 
-// Retrieve returns the two mock documents.
-func (Mock) Retrieve(_ context.Context, q string, _ int) ([]Doc, error) {
+func mockDocs(q string) []Doc {
 	return []Doc{
-		{ID: "mock_doc_1", Score: 0.95, Content: fmt.Sprintf("This is a mock document about %s. It contains relevant information for testing purposes.", q)},
-		{ID: "mock_doc_2", Score: 0.85, Content: fmt.Sprintf("Another mock result for the query '%s'. Mock mode returns fixed documents without a retrieval server.", q)},
-	}, nil
+		{ID: "mock_1", Score: 0.9, Content: fmt.Sprintf("Mock search result for query: '%s'. This is a placeholder document for testing purposes.", q)},
+		{ID: "mock_2", Score: 0.75, Content: fmt.Sprintf("Another mock document related to: '%s'. Replace with real retrieval server for actual training.", q)},
+	}
+}
+
+// Retrieve returns the two mock documents.
+func (Mock) Retrieve(_ context.Context, q string, _ int) ([]Doc, error) { return mockDocs(q), nil }
+
+// SearchText is upstream's mock text: both documents whatever the limits.
+func (Mock) SearchText(_ context.Context, q string, _, _ int) (string, error) {
+	return FormatResults(mockDocs(q), 2, math.MaxInt), nil
 }
 
 // BM25 is an in-memory Okapi BM25 index over a JSONL corpus, with

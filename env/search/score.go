@@ -4,35 +4,74 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"ragen/env/internal/pyjson"
 )
 
-// Normalize is upstream's answer normalisation (SQuAD style): lowercase,
-// drop ASCII punctuation, replace the whole words a, an and the by a space,
-// collapse whitespace.
+// isPySpace is Python's str.isspace, which is also what re's \s matches
+// in str patterns.
+func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
+
+// isWord is what Python's re \w matches in str patterns: Unicode letters
+// and numbers, and the underscore.
+func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) || r == '_' }
+
+// pyStrip is Python's str.strip().
+func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
+
+// pyFields is Python's str.split() with no separator.
+func pyFields(s string) []string { return strings.FieldsFunc(s, isPySpace) }
+
+const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" // Python's string.punctuation
+
+// Normalize is upstream's answer normalisation (SQuAD style,
+// service-envs.md §1): lowercase, delete the 32 ASCII punctuation
+// characters, replace the whole words a, an and the (Unicode word
+// boundaries, as Python's re) by a space, split on whitespace and join
+// with one space.
 func Normalize(s string) string {
 	s = strings.ToLower(s)
 	s = strings.Map(func(r rune) rune {
-		if r < 128 && unicode.IsPunct(r) || r < 128 && unicode.IsSymbol(r) {
+		if r < 128 && strings.ContainsRune(asciiPunct, r) {
 			return -1
 		}
 		return r
 	}, s)
-	s = articles.ReplaceAllString(s, " ")
-	return strings.Join(strings.Fields(s), " ")
+	// \b(a|an|the)\b matches exactly the maximal runs of word characters
+	// that are one of the three words.
+	var b strings.Builder
+	rs := []rune(s)
+	for i := 0; i < len(rs); {
+		j := i
+		for j < len(rs) && isWord(rs[j]) == isWord(rs[i]) {
+			j++
+		}
+		w := string(rs[i:j])
+		if isWord(rs[i]) && (w == "a" || w == "an" || w == "the") {
+			b.WriteByte(' ')
+		} else {
+			b.WriteString(w)
+		}
+		i = j
+	}
+	return strings.Join(pyFields(b.String()), " ")
 }
-
-var articles = regexp.MustCompile(`\b(a|an|the)\b`)
 
 // F1 is the token F1 of a prediction against one ground truth (multiset
 // overlap of normalised tokens); when either normalises to yes, no or
 // noanswer and they differ it is 0.
 func F1(pred, truth string) float64 {
+	f, _, _ := f1(pred, truth)
+	return f
+}
+
+func f1(pred, truth string) (f, precision, recall float64) {
 	p, t := Normalize(pred), Normalize(truth)
 	special := func(s string) bool { return s == "yes" || s == "no" || s == "noanswer" }
 	if (special(p) || special(t)) && p != t {
-		return 0
+		return 0, 0, 0
 	}
-	pt, tt := strings.Fields(p), strings.Fields(t)
+	pt, tt := pyFields(p), pyFields(t)
 	count := map[string]int{}
 	for _, w := range tt {
 		count[w]++
@@ -45,75 +84,151 @@ func F1(pred, truth string) float64 {
 		}
 	}
 	if common == 0 {
-		return 0
+		return 0, 0, 0
 	}
-	prec := float64(common) / float64(len(pt))
-	rec := float64(common) / float64(len(tt))
-	return 2 * prec * rec / (prec + rec)
+	precision = float64(common) / float64(len(pt))
+	recall = float64(common) / float64(len(tt))
+	return 2 * precision * recall / (precision + recall), precision, recall
 }
 
-// Score rates an answer against the ground truths: an exact match (after
-// Normalize) earns correct; else the best token F1, if at least threshold,
-// earns correct*F1; else incorrect.
-func Score(answer string, truths []string, correct, incorrect, threshold float64) (reward float64, exact bool) {
-	na := Normalize(answer)
-	best := 0.0
-	for _, t := range truths {
-		if na == Normalize(t) {
-			return correct, true
-		}
-		best = max(best, F1(answer, t))
-	}
-	if best >= threshold {
-		return correct * best, false
-	}
-	return incorrect, false
+// Scoring is upstream's compute_reward result (service-envs.md §1): the
+// reward and the reward_metadata it reports.
+type Scoring struct {
+	ExtractedAnswer string   // the scored string
+	GroundTruths    []string // as given
+	BestMatch       string   // stripped ground truth of the best score, "" if none
+	F1Score         float64
+	Precision       float64
+	Recall          float64
+	ExactMatch      bool
+	// EvaluationMethod is "exact_match", "f1_score" or "" (Python None:
+	// no ground truth scored above 0).
+	EvaluationMethod string
+	F1Threshold      float64
+	Reward           float64
 }
+
+// Metadata is the reward_metadata info value: upstream's keys, with
+// evaluation_method nil when no method applied.
+func (s Scoring) Metadata() map[string]any {
+	gts := make([]any, len(s.GroundTruths))
+	for i, g := range s.GroundTruths {
+		gts[i] = g
+	}
+	var method any
+	if s.EvaluationMethod != "" {
+		method = s.EvaluationMethod
+	}
+	return map[string]any{
+		"extracted_answer": s.ExtractedAnswer, "ground_truths": gts, "best_match": s.BestMatch,
+		"f1_score": s.F1Score, "precision": s.Precision, "recall": s.Recall,
+		"exact_match": s.ExactMatch, "evaluation_method": method,
+		"f1_threshold": s.F1Threshold, "reward": s.Reward,
+	}
+}
+
+// ScoreAnswer is upstream's compute_reward: ground truths in order, each
+// stripped; an exact match (after Normalize) stops with reward correct;
+// otherwise the strictly best token F1 is kept, and when it reaches
+// threshold the reward is correct*F1, else incorrect.
+func ScoreAnswer(answer string, truths []string, correct, incorrect, threshold float64) Scoring {
+	s := Scoring{ExtractedAnswer: answer, GroundTruths: truths, F1Threshold: threshold}
+	na := Normalize(answer)
+	for _, gt := range truths {
+		g := pyStrip(gt)
+		if na == Normalize(g) {
+			s.F1Score, s.Precision, s.Recall, s.BestMatch, s.EvaluationMethod, s.ExactMatch = 1, 1, 1, g, "exact_match", true
+			break
+		}
+		if f, p, r := f1(answer, g); f > s.F1Score {
+			s.F1Score, s.Precision, s.Recall, s.BestMatch, s.EvaluationMethod = f, p, r, g, "f1_score"
+		}
+	}
+	switch {
+	case s.ExactMatch:
+		s.Reward = correct
+	case s.F1Score >= threshold:
+		s.Reward = correct * s.F1Score
+	default:
+		s.Reward = incorrect
+	}
+	return s
+}
+
+// Score rates an answer against the ground truths (ScoreAnswer's reward
+// and whether it was an exact match).
+func Score(answer string, truths []string, correct, incorrect, threshold float64) (reward float64, exact bool) {
+	s := ScoreAnswer(answer, truths, correct, incorrect, threshold)
+	return s.Reward, s.ExactMatch
+}
+
+// pyS is Python's \s in a str pattern, as a Go character class.
+const pyS = `[\t\n\v\f\r \x{1c}-\x{1f}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]`
 
 var (
 	thinkRe    = regexp.MustCompile(`(?s)<think>.*?</think>`)
-	boxedRe    = regexp.MustCompile(`\\boxed\{([^}]*)\}`)
-	bold2Re    = regexp.MustCompile(`\*\*([^*]+?)\*\*`)
-	bold1Re    = regexp.MustCompile(`\*([^*]+?)\*`)
-	answerIsRe = regexp.MustCompile(`(?i)(?:the\s+)?(?:correct\s+)?answer\s+is:?\s*([^.!?]+)`)
-	thereRe    = regexp.MustCompile(`(?i)\b(?:therefore|thus|so|hence),?\s+([^.!?]+)`)
-	sentenceRe = regexp.MustCompile(`[.!?]`)
-	wordRe     = regexp.MustCompile(`\w`)
+	boxedRe    = regexp.MustCompile(`\\boxed\{([^}]+)\}`)
+	bold2Re    = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+	bold1Re    = regexp.MustCompile(`\*([^*]+)\*`)
+	answerIsRe = regexp.MustCompile(`(?i)(?:the` + pyS + `+)?(?:correct` + pyS + `+)?answer` + pyS + `+is` + pyS + `*:?` + pyS + `*([^.!?]+)`)
+	thereRe    = regexp.MustCompile(`(?i)(?:therefore|thus|so|hence)` + pyS + `*,?` + pyS + `*([^.!?]+)`)
+	sentenceRe = regexp.MustCompile(`[.!?]+`)
 )
 
-// trimNonWord trims characters that are not word characters from both
-// ends.
+// trimNonWord is re.sub(r'^\W+|\W+$', ”, s) (Unicode \W).
 func trimNonWord(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_') })
+	return strings.TrimFunc(s, func(r rune) bool { return !isWord(r) })
 }
 
-// ExtractAnswer pulls an answer out of free text that is neither search[]
-// nor finish[] (upstream's fallback), trying in order: \boxed{X}; the
-// first **X** or *X* with more than 2 characters and a word character;
-// "(the )(correct )answer is(:) X"; "therefore/thus/so/hence(,) X"; the
-// first sentence longer than 5 characters; the first 100 characters.
+func hasWord(s string) bool { return strings.IndexFunc(s, isWord) >= 0 }
+
+// ExtractAnswer is upstream's fallback answer extraction for text that is
+// neither search[] nor finish[] (service-envs.md §1, with Python's
+// Unicode-aware \s and \w): drop <think> blocks and collapse whitespace;
+// then, first that applies, \boxed{X}; the first **X** (else *X*) with
+// more than 2 characters and a word character; the first match of
+// "(the )(correct )answer is(:) X", then of "therefore|thus|so|hence(,) X"
+// (no word boundaries: "so" matches inside "person"), when longer than 3
+// characters; the first sentence longer than 5 characters; the first 100
+// characters.
 func ExtractAnswer(text string) string {
-	t := strings.Join(strings.Fields(thinkRe.ReplaceAllString(text, "")), " ")
+	t := thinkRe.ReplaceAllString(text, "")
+	var b strings.Builder
+	space := false
+	for _, r := range t {
+		if isPySpace(r) {
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	t = pyStrip(b.String())
+	if t == "" {
+		return ""
+	}
 	if m := boxedRe.FindStringSubmatch(t); m != nil {
-		return strings.TrimSpace(m[1])
+		return pyStrip(m[1])
 	}
 	for _, re := range []*regexp.Regexp{bold2Re, bold1Re} {
 		for _, m := range re.FindAllStringSubmatch(t, -1) {
-			x := strings.TrimSpace(m[1])
-			if len([]rune(x)) > 2 && wordRe.MatchString(x) {
+			if x := pyStrip(m[1]); len([]rune(x)) > 2 && hasWord(x) {
 				return x
 			}
 		}
 	}
 	for _, re := range []*regexp.Regexp{answerIsRe, thereRe} {
 		if m := re.FindStringSubmatch(t); m != nil {
-			if x := trimNonWord(m[1]); len([]rune(x)) > 3 {
+			if x := trimNonWord(pyStrip(m[1])); len([]rune(x)) > 3 {
 				return x
 			}
 		}
 	}
 	for _, s := range sentenceRe.Split(t, -1) {
-		if s = strings.TrimSpace(s); len([]rune(s)) > 5 {
+		if s = pyStrip(s); len([]rune(s)) > 5 {
 			return s
 		}
 	}
@@ -121,5 +236,8 @@ func ExtractAnswer(text string) string {
 	if len(r) > 100 {
 		r = r[:100]
 	}
-	return strings.TrimSpace(string(r))
+	return pyStrip(string(r))
 }
+
+// pyStr is Python's str() of a ground truth or server value.
+func pyStr(v any) string { return pyjson.Str(v) }

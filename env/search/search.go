@@ -18,6 +18,7 @@ import (
 
 	"ragen/env"
 	"ragen/env/countdown/parquet"
+	"ragen/env/internal/pyjson"
 )
 
 // Config is the env_config of a search tag: upstream's fields and
@@ -69,8 +70,11 @@ func (c Config) Validate() error {
 	if c.Retriever == "server" && !c.MockMode && !strings.HasPrefix(c.RetrievalServerURL, "http://") && !strings.HasPrefix(c.RetrievalServerURL, "https://") {
 		errs = append(errs, fmt.Errorf("search: retrieval_server_url %q must be an http(s) URL", c.RetrievalServerURL))
 	}
-	if c.MaxSteps < 1 || c.MaxSearchResults < 1 || c.MaxTotalChars < 1 || c.MaxInstances < 1 {
-		errs = append(errs, errors.New("search: max_steps, max_search_results, max_total_chars and max_instances must be >= 1"))
+	if c.MaxSteps < 1 || c.MaxSearchResults < 1 || c.MaxTotalChars < 1 {
+		errs = append(errs, errors.New("search: max_steps, max_search_results and max_total_chars must be >= 1"))
+	}
+	if c.MaxInstances < 0 {
+		errs = append(errs, fmt.Errorf("search: max_instances %d: want >= 0 (0 = every row)", c.MaxInstances))
 	}
 	if c.RetrievalTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("search: retrieval_timeout %v must be positive", c.RetrievalTimeout))
@@ -119,16 +123,24 @@ func BuiltinQuestions() ([]Question, error) {
 	return qs, err
 }
 
+// truths reads a ground_truth value: a string is one ground truth, a list
+// holds them (non-string items as Python's str() prints them).
 func truths(raw json.RawMessage) ([]string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []string{s}, nil
+	v, err := pyjson.Decode(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("ground_truth: %w", err)
 	}
-	var l []string
-	if err := json.Unmarshal(raw, &l); err != nil {
-		return nil, errors.New("ground_truth must be a string or a list of strings")
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []any:
+		out := make([]string, len(x))
+		for i, g := range x {
+			out[i] = pyStr(g)
+		}
+		return out, nil
 	}
-	return l, nil
+	return nil, fmt.Errorf("ground_truth must be a string or a list, not %s", pyjson.TypeName(v))
 }
 
 // ReadQuestions reads JSONL rows with "question" and "ground_truth"
@@ -199,13 +211,13 @@ func ReadParquetQuestions(r io.Reader, limit int) ([]Question, error) {
 	return out, nil
 }
 
-// LoadQuestions reads train_path (.parquet or JSONL), first max_instances
-// rows. Upstream's default path with no file there gives the embedded set.
+// LoadQuestions reads train_path (.parquet or JSONL), the first
+// max_instances rows (all when 0). Upstream's default path with no file there gives the embedded set.
 func LoadQuestions(cfg Config) ([]Question, error) {
 	b, err := os.ReadFile(cfg.TrainPath)
 	if errors.Is(err, os.ErrNotExist) && cfg.TrainPath == DefaultTrainPath {
 		qs, err := BuiltinQuestions()
-		if len(qs) > cfg.MaxInstances {
+		if cfg.MaxInstances > 0 && len(qs) > cfg.MaxInstances {
 			qs = qs[:cfg.MaxInstances]
 		}
 		return qs, err
@@ -345,62 +357,89 @@ func (e *Env) Reset(ctx context.Context, seed int64, _ env.Mode) (string, error)
 	return e.render, nil
 }
 
-func bracket(s, verb string) (string, bool) {
-	if strings.HasPrefix(s, verb+"[") && strings.HasSuffix(s, "]") && len(s) >= len(verb)+2 {
-		return strings.TrimSpace(s[len(verb)+1 : len(s)-1]), true
+// dispatch classifies a stripped action (service-envs.md §1): search[q]
+// and finish[a] take everything between the verb's bracket and the last
+// character, unstripped; "" is empty; anything else is a fallback answer.
+func dispatch(a string) (kind, arg string) {
+	switch {
+	case strings.HasPrefix(a, "search[") && strings.HasSuffix(a, "]"):
+		return "search", a[len("search[") : len(a)-1]
+	case strings.HasPrefix(a, "finish[") && strings.HasSuffix(a, "]"):
+		return "finish", a[len("finish[") : len(a)-1]
+	case a == "":
+		return "invalid", ""
 	}
-	return "", false
+	return "fallback", a
 }
 
-// Step runs search[q], finish[a], or treats other text as an answer.
+// Step runs search[q], finish[a], or treats other text as an answer
+// (service-envs.md §1). Every call counts toward max_steps. Info carries
+// upstream's keys for the action kind: action_is_effective,
+// action_is_valid, success, action_type ("search", "finish", "fallback"
+// or "invalid"), and query; answer and reward_metadata; raw_action,
+// extracted_answer and reward_metadata.
 func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	if err := ctx.Err(); err != nil {
 		return env.StepResult{}, err
 	}
 	e.steps++
-	act := strings.TrimSpace(a.Text)
 	limit := e.steps >= e.cfg.MaxSteps
-	res := env.StepResult{Info: env.Info{"action_is_valid": true, "success": false}}
-	if q, ok := bracket(act, "search"); ok {
-		docs, err := e.retriever.Retrieve(ctx, q, e.cfg.MaxSearchResults)
-		var text string
+	act := pyStrip(a.Text)
+	kind, arg := dispatch(act)
+	res := env.StepResult{}
+	switch kind {
+	case "search":
+		text, err := e.searchText(ctx, arg)
 		if err != nil {
-			if ctx.Err() != nil {
-				return env.StepResult{}, ctx.Err()
-			}
-			text = errorText(err, e.url, e.cfg.RetrievalTimeout)
-		} else {
-			text = FormatResults(docs, e.cfg.MaxSearchResults, e.cfg.MaxTotalChars)
+			return env.StepResult{}, err
 		}
 		tail := actionsLine
 		if limit {
 			tail = "Maximum search steps reached. Episode ended without an answer."
 		}
-		e.render = fmt.Sprintf("Search results for '%s':\n%s\n\n%s", q, text, tail)
+		e.render = fmt.Sprintf("Search results for '%s':\n%s\n\n%s", arg, text, tail)
 		res.Done = limit
-	} else if ans, ok := bracket(act, "finish"); ok {
-		r, exact := e.score(ans)
-		e.render = fmt.Sprintf("Your answer: %s. Reward: %.2f", ans, r)
-		res.Reward, res.Done = r, true
-		res.Info["success"] = exact || r > 0
-	} else if act != "" {
+		res.Info = env.Info{"action_is_effective": true, "action_is_valid": true, "success": false, "action_type": "search", "query": arg}
+	case "finish":
+		s := e.score(arg)
+		e.render = fmt.Sprintf("Your answer: %s. Reward: %s", arg, pyFixed(s.Reward, 2))
+		res.Reward, res.Done = s.Reward, true
+		res.Info = env.Info{"action_is_effective": true, "action_is_valid": true, "success": s.ExactMatch || s.Reward > 0,
+			"action_type": "finish", "answer": arg, "reward_metadata": s.Metadata()}
+	case "fallback":
 		x := ExtractAnswer(act)
-		r, exact := e.score(x)
-		e.render = fmt.Sprintf("Your answer (extracted): %s. Reward: %.2f", x, r)
-		res.Reward, res.Done = r, true
-		res.Info["success"] = exact || r > 0
-		res.Info["action_is_valid"] = false
-	} else {
+		s := e.score(x)
+		e.render = fmt.Sprintf("Your answer (extracted): %s. Reward: %s", x, pyFixed(s.Reward, 2))
+		res.Reward, res.Done = s.Reward, true
+		res.Info = env.Info{"action_is_effective": true, "action_is_valid": false, "success": s.ExactMatch || s.Reward > 0,
+			"action_type": "fallback", "raw_action": act, "extracted_answer": x, "reward_metadata": s.Metadata()}
+	default:
 		e.render = "Invalid action. Use search[<query>] to search or finish[<answer>] to answer.\n" + actionsLine
 		res.Done = limit
-		res.Info["action_is_valid"] = false
+		res.Info = env.Info{"action_is_effective": false, "action_is_valid": false, "success": false, "action_type": "invalid"}
 	}
 	res.Observation = e.render
 	return res, nil
 }
 
-func (e *Env) score(ans string) (float64, bool) {
-	return Score(ans, e.cur.GroundTruth, e.cfg.CorrectReward, e.cfg.IncorrectReward, e.cfg.F1Threshold)
+// searchText is the result text of a search: the retriever's own text
+// when it makes one (server, mock), else the formatted documents.
+func (e *Env) searchText(ctx context.Context, q string) (string, error) {
+	if s, ok := e.retriever.(Searcher); ok {
+		return s.SearchText(ctx, q, e.cfg.MaxSearchResults, e.cfg.MaxTotalChars)
+	}
+	docs, err := e.retriever.Retrieve(ctx, q, e.cfg.MaxSearchResults)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "Search error: " + err.Error(), nil
+	}
+	return FormatResults(docs, e.cfg.MaxSearchResults, e.cfg.MaxTotalChars), nil
+}
+
+func (e *Env) score(ans string) Scoring {
+	return ScoreAnswer(ans, e.cur.GroundTruth, e.cfg.CorrectReward, e.cfg.IncorrectReward, e.cfg.F1Threshold)
 }
 
 // Render returns the current observation.

@@ -11,6 +11,13 @@
 // behind the protocol of `ragen serve-envs` (package httpenv). The
 // env_config keys are upstream's, plus bridge_url and bridge_timeout.
 //
+// What crosses the bridge follows shared spec service-envs.md §4: reset
+// returns the simulator's own observation, a step returns the simulator's
+// text observation, and the step info is the simulator's info with
+// upstream's keys set on top (success, success_purchase, success_find and
+// end_of_page as ints). [ParseAction] and [ActionIsValid] are upstream's
+// action parser and validity rule, for checking actions from Go.
+//
 // Building an env creates it on the bridge, so a bridge that is not
 // running fails at build time, before any model loads, with a message
 // naming the URL and how to start the bridge.

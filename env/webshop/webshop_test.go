@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"net"
 	_ "ragen/env/all"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -46,10 +47,12 @@ func TestEpisodeThroughBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Python: p = list(range(2000)); random.Random(42).shuffle(p); p[3 % 1000 + 500] == 835
+	// Python: p = list(range(2000)); random.Random(42).shuffle(p); p[3 % 1000 + 500] == 835.
+	// service-envs.md §4: reset returns the simulator's own observation
+	// (the fake's search page), the render starts with the instruction.
 	want := "Instruction: [SEP] find item 835 (small)." + tail + "search[<content>]."
-	if obs != want || e.Render() != want {
-		t.Fatalf("reset render\n%q\nwant\n%q", obs, want)
+	if obs != "WebShop [SEP] Instruction: [SEP] find item 835 [SEP] Search" || e.Render() != want {
+		t.Fatalf("reset obs %q render\n%q\nwant\n%q", obs, e.Render(), want)
 	}
 	step := func(a string) env.StepResult {
 		r, err := e.Step(ctx, env.Action{Text: a})
@@ -58,31 +61,45 @@ func TestEpisodeThroughBridge(t *testing.T) {
 		}
 		return r
 	}
-	r := step("click[b0001]")
-	if r.Info["action_is_valid"] != false || r.Info["action_is_effective"] != false || r.Done {
-		t.Errorf("invalid click: %+v", r)
+	// service-envs.md §4 "Step result": the eight keys with their types
+	// (success flags are ints); the observation is the simulator's text.
+	glue := func(reward float64, raw any, effective, valid bool, success, purchase, eop int) env.Info {
+		return env.Info{"reward": reward, "raw_reward": raw, "action_is_effective": effective, "action_is_valid": valid,
+			"success": success, "success_purchase": purchase, "success_find": success, "end_of_page": eop}
 	}
-	r = step("search[red shoes]")
-	if r.Info["action_is_valid"] != true || r.Info["action_is_effective"] != true ||
-		!strings.HasSuffix(e.Render(), "click[back to search], click[next >], click[b0001].") {
-		t.Errorf("search: %+v %q", r, e.Render())
+	check := func(a string, wantObs string, wantInfo env.Info, done bool) {
+		t.Helper()
+		r := step(a)
+		if r.Observation != wantObs || r.Done != done || r.Reward != wantInfo["reward"] || r.RewardIsInt || !reflect.DeepEqual(r.Info, wantInfo) {
+			t.Errorf("%s: obs %q done %v reward %v info %#v\nwant obs %q done %v info %#v", a, r.Observation, r.Done, r.Reward, r.Info, wantObs, done, wantInfo)
+		}
 	}
-	step("click[next >]")
-	if !strings.HasSuffix(e.Render(), ":click[back to search], click[< prev].") || r.Info["end_of_page"] != false {
-		t.Errorf("next >: %q", e.Render())
+	searchPage := "WebShop [SEP] Instruction: [SEP] find item 835 [SEP] Search"
+	results := "[button] Back to Search [button_] [SEP] Page 1 [SEP] [button] B0001 [button_] Red shoe"
+	page2 := "[button] Back to Search [button_] [SEP] Page 2 (end)"
+	item := "[button] Back to Search [button_] [SEP] Red shoe [SEP] [button] Buy Now [button_]"
+	check("click[b0001]", searchPage, glue(0, 0, false, false, 0, 0, 0), false) // no-op: raw int 0
+	check("search[ ]", results, glue(0, 0.0, true, true, 0, 0, 0), false)       // " " is a valid argument
+	if !strings.HasSuffix(e.Render(), "click[back to search], click[next >], click[b0001].") {
+		t.Errorf("results render %q", e.Render())
 	}
-	step("click[< prev]")
-	step("click[back to search]")
-	step("search[shoe]")
-	r = step("click[B0001]")
-	if r.Info["action_is_valid"] != true || r.Info["success_find"] != true {
-		t.Errorf("item: %+v", r)
+	check("search[again]", results, glue(0, 0.0, false, false, 0, 0, 0), false) // QUIRK: no search bar, still searched
+	check("click[next >]", page2, glue(0, 0.0, true, true, 0, 0, 1), false)     // next > dropped from the display
+	if !strings.HasSuffix(e.Render(), ":click[back to search], click[< prev].") {
+		t.Errorf("page 2 render %q", e.Render())
 	}
-	r = step("click[buy now]")
-	// goal 835 is odd: the simulator's reward is 0.5, upstream's is 0.
-	if !r.Done || r.Reward != 0 || r.RewardIsInt || r.Info["raw_reward"] != 0.5 || r.Info["success"] != false || r.Info["success_purchase"] != true {
-		t.Errorf("buy: %+v", r)
+	check("click[next >]", page2, glue(0, 0.0, false, true, 0, 0, 1), false) // still valid and clickable
+	check("click[< prev]", results, glue(0, 0.0, true, true, 0, 0, 0), false)
+	check("click[B0001]", item, glue(0, 0.0, true, true, 0, 0, 0), false)
+	// goal 835 is odd: the simulator's score is 0.5, upstream's reward 0;
+	// the simulator's own info keys pass through unchanged.
+	buy := glue(0, 0.5, true, true, 0, 1, 0)
+	for k, v := range map[string]any{"r_type": 1.0, "r_att": 0.5, "w_att": 0.25, "query_match": true, "category_match": false,
+		"title_score": 0.75, "r_price": true, "w_price": 0.25, "note": "fake purchase"} {
+		buy[k] = v
 	}
+	check("click[buy now]", "Thank you for shopping with us!", buy, true)
+
 	if _, err := e.Reset(ctx, 0, env.ModeVal); err != nil { // p[500] is even in this permutation
 		t.Fatal(err)
 	}
@@ -91,7 +108,7 @@ func TestEpisodeThroughBridge(t *testing.T) {
 	}
 	step("search[x]")
 	step("click[b0001]")
-	if r = step("click[buy now]"); r.Reward != 1 || r.Info["success"] != true {
+	if r := step("click[buy now]"); r.Reward != 1 || r.Info["success"] != 1 || r.Info["success_find"] != 1 || r.Info["raw_reward"] != 1.0 {
 		t.Errorf("even goal: %+v", r)
 	}
 	if _, err := e.Reset(ctx, 7, env.Mode("test")); err != nil || !strings.Contains(e.Render(), "find item 1432 ") {
@@ -99,6 +116,12 @@ func TestEpisodeThroughBridge(t *testing.T) {
 	}
 	if _, err := e.Reset(ctx, 2500, env.ModeTrain); err != nil || !strings.Contains(e.Render(), "find item 1776 ") {
 		t.Errorf("train mode: %v %q", err, e.Render())
+	}
+	// Any other mode is an error, not train (service-envs.md §4).
+	for _, m := range []env.Mode{"", "eval", "Train"} {
+		if _, err := e.Reset(ctx, 1, m); err == nil || !strings.Contains(err.Error(), "want train, val or test") {
+			t.Errorf("mode %q: %v", m, err)
+		}
 	}
 }
 
@@ -128,9 +151,22 @@ func TestFullDatasetAndErrors(t *testing.T) {
 	if _, err := env.New("webshop", map[string]any{"server": "x"}); err == nil || !strings.Contains(err.Error(), "leave it null") {
 		t.Errorf("%v", err)
 	}
-	if _, err := env.New("webshop", map[string]any{"bridge_url": url, "limit_goals": 100}); err == nil || !strings.Contains(err.Error(), "more than 1500") {
-		t.Errorf("few goals: %v", err)
+	// Few goals: construction works (as upstream); train resets and
+	// indices past the goals fail.
+	few, err := env.New("webshop", map[string]any{"bridge_url": url, "limit_goals": 600})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if _, err := few.Reset(context.Background(), 1, env.ModeTrain); err == nil || !strings.Contains(err.Error(), "more than 1500") {
+		t.Errorf("few goals, train: %v", err)
+	}
+	if _, err := few.Reset(context.Background(), 150, env.ModeVal); err == nil || !strings.Contains(err.Error(), "goal index 650 out of range") {
+		t.Errorf("few goals, val: %v", err)
+	}
+	if _, err := few.Reset(context.Background(), 499, env.Mode("test")); err != nil {
+		t.Errorf("few goals, test: %v", err)
+	}
+	few.Close()
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
 	ln.Close()

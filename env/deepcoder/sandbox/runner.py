@@ -264,8 +264,8 @@ for i, test in enumerate(job["tests"]):
     functional = test["functional"]
     stdin_path = ("/tmp" if MODE == "ns" else ".") + "/.stdin-%d" % i
     with open(stdin_path, "w") as f:
-        if isinstance(inp, str) and not functional:
-            f.write(inp)
+        if not functional:
+            f.write(inp if isinstance(inp, str) else str(inp))  # upstream feeds str(input)
     fds = [os.pipe() for _ in range(3)]  # stdout, stderr, result
     pid = os.fork()
     if pid == 0:
@@ -281,38 +281,75 @@ for i, test in enumerate(job["tests"]):
             os.dup2(fds[1][1], 2)
             resfd = fds[2][1]
             sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+            if not functional:  # upstream: an in-memory text stream (no .buffer)
+                sys.stdin = io.StringIO(sys.stdin.read())
             sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
             sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
             set_limits(int(left) + 1)
-            g = {"__name__": "__main__", "__builtins__": __builtins__}
-            code = compile(program, "<solution>", "exec")
+            import builtins
+            builtins.exit = builtins.quit = sys.exit  # site's exit()/quit() (the runner runs with -S)
+
+            def mark(kind, text):
+                # The exception channel: "<text>\x01<kind>", kinds "exc"
+                # (repr, caught as upstream catches Exception), "crash"
+                # (uncaught upstream: traceback), "notfound", "exit", "args".
+                os.write(fds[1][1], ("\n\x00EXC\x00" + text[:4000] + "\x01" + kind).encode())
+
             if functional:
+                # Upstream: args are eval'd expressions (any failing line:
+                # the whole text as one argument), sent as JSON.
                 if isinstance(inp, str):
-                    args = [ast.literal_eval(line) for line in inp.split("\n") if line.strip()]
-                else:
+                    lines = [l for l in inp.strip().splitlines() if l.strip()]
+                    try:
+                        args = [eval(l, {}) for l in lines]
+                    except Exception:
+                        args = [inp]
+                elif isinstance(inp, list):
                     args = list(inp)
-                exec(code, g)
-                if "Solution" in g:
-                    fn = getattr(g["Solution"](), func_name)
                 else:
-                    fn = g[func_name]
+                    args = [inp]
+                try:
+                    args = json.loads(json.dumps(args))
+                except Exception as e:
+                    mark("args", repr(e))
+                    os._exit(3)
+                g = {"__builtins__": __builtins__}  # no __name__: __main__ guards do not run
+                try:
+                    exec(compile(program, "<solution>", "exec"), g)
+                    fn = getattr(g["Solution"](), func_name) if "Solution" in g else g.get(func_name)
+                except SystemExit:
+                    raise
+                except BaseException:
+                    mark("crash", traceback.format_exc())
+                    os._exit(3)
+                if fn is None:
+                    mark("notfound", "Function not found")
+                    os._exit(3)
                 out = str(fn(*args)).encode()
                 while out:
                     out = out[os.write(resfd, out[:65536]):]
             else:
-                exec(code, g)
+                g = {"__name__": "__main__", "__builtins__": __builtins__}
+                exec(compile(program, "<solution>", "exec"), g)
             sys.stdout.flush()
             os._exit(0)
         except SystemExit as e:
             try:
                 sys.stdout.flush()
+                c = e.code
+                mark("exit", json.dumps(c if c is None or isinstance(c, int) else str(c)))
             except BaseException:
                 pass
             os._exit(0 if e.code in (None, 0) else 1)
-        except BaseException as e:
+        except Exception as e:
             try:
-                msg = ("%s: %s" % (type(e).__name__, e))[:2000]
-                os.write(fds[1][1], ("\n\x00EXC\x00" + msg).encode())
+                mark("exc", repr(e))
+            except BaseException:
+                pass
+            os._exit(3)
+        except BaseException:
+            try:
+                mark("crash", traceback.format_exc())
             except BaseException:
                 pass
             os._exit(3)

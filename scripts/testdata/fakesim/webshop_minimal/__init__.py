@@ -1,5 +1,7 @@
 """Fake webshop_minimal: 2000 goals, a search page, a two-page result list,
 an item page; buying earns 1.0 on even goals and 0.5 on odd ones."""
+import re
+
 DATASET = None
 
 
@@ -47,18 +49,27 @@ class WebAgentTextEnv:
         }[self.page]
 
     def step(self, action):
-        a = action.lower()
-        reward, done = 0.0, False
-        if self.page == "search" and a.startswith("search["):
+        # webshop-minimal's rules (service-envs.md section 4): search runs
+        # whenever the name is "search" (even without a search bar); a click
+        # needs a clickable other than "search"; anything else is a no-op
+        # with the int reward 0 and no info.
+        m = re.match(r"(.+)\[(.+)\]", action)
+        if not m:
+            return self.observation, 0, False, None
+        name, arg = m.group(1), m.group(2).lower()
+        clickables = self.get_available_actions()["clickables"]
+        if name == "search":
             self.page = "results"
-        elif a == "click[back to search]":
-            self.page = "search"
-        elif self.page == "results" and a == "click[next >]":
-            self.page = "results2"
-        elif self.page == "results" and a == "click[b0001]":
-            self.page = "item"
-        elif self.page == "item" and a == "click[buy now]":
-            self.page, done = "done", True
+        elif name == "click" and arg in clickables and arg != "search":
+            self.page = {"back to search": "search", "next >": "results2", "< prev": "results",
+                         "b0001": "item", "buy now": "done"}.get(arg, self.page)
+        else:
+            return self.observation, 0, False, None
+        reward, done, info = 0.0, False, None
+        if self.page == "done":
+            done = True
             reward = 1.0 if self.goal % 2 == 0 else 0.5
+            info = {"r_type": 1.0, "r_att": 0.5, "w_att": 0.25, "query_match": True, "category_match": False,
+                    "title_score": 0.75, "r_price": True, "w_price": 0.25, "note": "fake purchase"}
         self._show()
-        return self.observation, reward, done, None
+        return self.observation, reward, done, info
