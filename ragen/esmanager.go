@@ -7,9 +7,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"ragen/env"
 )
@@ -457,14 +459,16 @@ func envMetrics(e *managedEnv) map[string]float64 {
 			if k == "success" {
 				continue
 			}
-			f, ok := toFloat(h.Info[k])
-			if !ok {
-				continue // non-numeric info values are skipped (upstream warns)
-			}
+			// as upstream: the key's list exists from its first sighting,
+			// numeric or not (a never-numeric key yields a 0.0 metric);
+			// a value joins it only where Python's float() takes it
 			if _, seen := lists[k]; !seen {
 				order = append(order, k)
+				lists[k] = []float64{}
 			}
-			lists[k] = append(lists[k], f)
+			if f, ok := pyFloat(h.Info[k]); ok {
+				lists[k] = append(lists[k], f)
+			}
 		}
 	}
 	ret := 0.0
@@ -626,6 +630,76 @@ func toFloat(v any) (float64, bool) {
 		return x, true
 	}
 	return 0, false
+}
+
+// pyFloat is Python's float() of an info value, as upstream's metric
+// lists take them: numbers and bools, a one-element numeric slice (a numpy
+// array of size 1), and strings that Python parses as floats (surrounding
+// whitespace, one sign, '_' between digits, inf, infinity and nan in any
+// case); ok=false for anything else (lists, maps, nil, other strings).
+func pyFloat(v any) (float64, bool) {
+	if f, ok := toFloat(v); ok {
+		return f, true
+	}
+	switch x := v.(type) {
+	case string:
+		return parsePyFloat(x)
+	case []float64:
+		if len(x) == 1 {
+			return x[0], true
+		}
+	case []float32:
+		if len(x) == 1 {
+			return float64(x[0]), true
+		}
+	case []int:
+		if len(x) == 1 {
+			return float64(x[0]), true
+		}
+	case []int64:
+		if len(x) == 1 {
+			return float64(x[0]), true
+		}
+	}
+	return 0, false
+}
+
+// parsePyFloat is Python's float(str): decimal digits with an optional
+// fraction and exponent, '_' only between two digits, no hex; out-of-range
+// values become ±inf or 0 as in Python.
+func parsePyFloat(s string) (float64, bool) {
+	s = strings.TrimFunc(s, unicode.IsSpace)
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 || body == "" {
+		return 0, false
+	}
+	neg := strings.HasPrefix(s, "-")
+	switch strings.ToLower(body) {
+	case "nan":
+		return math.NaN(), true
+	case "inf", "infinity":
+		if neg {
+			return math.Inf(-1), true
+		}
+		return math.Inf(1), true
+	}
+	digit := func(i int) bool { return i >= 0 && i < len(body) && body[i] >= '0' && body[i] <= '9' }
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c >= '0' && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+		case c == '_':
+			if !digit(i-1) || !digit(i+1) {
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return f, true
 }
 
 // truthy is Python's bool() for info values.

@@ -211,7 +211,9 @@ func TestStepLanguageEnvAndNonNumericInfo(t *testing.T) {
 	assert.Equal(t, "0.5", st[0].History[0].Reward.String())
 	assert.Equal(t, "0", st[1].History[0].Reward.String())
 	assert.Equal(t, 1.0, st[0].Metrics["Echo/success"])
-	assert.NotContains(t, st[0].Metrics, "Echo/note") // strings are skipped
+	// a never-numeric key still makes a metric, 0.0 (service-envs.md §0)
+	assert.Equal(t, 0.0, st[0].Metrics["Echo/note"])
+	assert.Contains(t, st[0].Metrics, "Echo/note")
 	// raw_reward is read from info (absent here → 0), not from the reward.
 	assert.Equal(t, 0.0, st[0].Metrics["Echo/episodic_return"])
 }

@@ -3,6 +3,7 @@ package ragen
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -87,6 +88,59 @@ func TestEnvMetricsWebShop(t *testing.T) {
 	}
 	assert.Equal(t, want, o.Metrics)
 	assert.Equal(t, "", o.CorrectAnswer) // only the MetamathQA tag stores it
+}
+
+// TestEnvMetricsNonNumericInfo: service-envs.md §0. A key's metric exists
+// from its first sighting even when no value is numeric (then 0.0), and a
+// string joins the sum where Python's float() parses it. Two turns, so the
+// mean divides by 2:
+//
+//	query "1990" then " 1_0 " → (1990 + 10) / 2 = 1000;
+//	action_type "search" twice → never numeric → 0;
+//	detail ["x"] then nil → 0; flag int 1 then 0 → 0.5;
+//	one-element slice []float64{3} then "inf" → +Inf.
+//
+// Search's tag is not webshop, so no traj_sum keys.
+func TestEnvMetricsNonNumericInfo(t *testing.T) {
+	e := &scriptEnv{steps: []env.StepResult{
+		{Info: env.Info{"query": "1990", "action_type": "search", "detail": []any{"x"}, "flag": 1, "arr": []float64{3}}},
+		{Done: true, Info: env.Info{"query": " 1_0 ", "action_type": "search", "detail": nil, "flag": 0, "arr": "inf", "success": true}},
+	}}
+	o := runScript(t, "SearchQA", e)
+	assert.Equal(t, 1000.0, o.Metrics["SearchQA/query"])
+	assert.Contains(t, o.Metrics, "SearchQA/action_type")
+	assert.Equal(t, 0.0, o.Metrics["SearchQA/action_type"])
+	assert.Contains(t, o.Metrics, "SearchQA/detail")
+	assert.Equal(t, 0.0, o.Metrics["SearchQA/detail"])
+	assert.Equal(t, 0.5, o.Metrics["SearchQA/flag"])
+	assert.True(t, math.IsInf(o.Metrics["SearchQA/arr"], 1))
+	assert.Equal(t, 1.0, o.Metrics["SearchQA/success"])
+}
+
+// TestParsePyFloat: Python's float(str), checked case by case against
+// CPython 3.11 (float(s), or ValueError → not ok).
+func TestParsePyFloat(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"1990", 1990, true}, {" -2.5e1\n", -25, true}, {"1_000.5", 1000.5, true}, {"1e1_0", 1e10, true},
+		{".5", 0.5, true}, {"5.", 5, true}, {"1e400", math.Inf(1), true}, {"-1e-400", 0, true},
+		{"INF", math.Inf(1), true}, {"-Infinity", math.Inf(-1), true},
+		{"_1", 0, false}, {"1__0", 0, false}, {"1_", 0, false}, {"0x1p3", 0, false}, {"", 0, false},
+		{"+-1", 0, false}, {"abc", 0, false}, {"1e", 0, false}, {"infinit", 0, false},
+	} {
+		got, ok := parsePyFloat(c.in)
+		assert.Equal(t, c.ok, ok, "%q", c.in)
+		if ok {
+			assert.Equal(t, c.want, got, "%q", c.in)
+		}
+	}
+	for _, s := range []string{"nan", " -NaN "} {
+		got, ok := parsePyFloat(s)
+		assert.True(t, ok && math.IsNaN(got), "%q", s)
+	}
 }
 
 // TestEnvMetricsMaxTileAndAnswer: the grid max is a built-in metric, and an
