@@ -374,16 +374,22 @@ type HFSaver interface {
 
 // SaveHF writes a complete model folder: the model (Save) and, when tok can
 // save itself (*tokenizer.HF), its tokenizer files.
+//
+// A tokenizer that cannot write Hugging Face files is an error before
+// anything is written.
 func SaveHF(dir string, m *Model, tok tokenizer.Tokenizer) error {
+	var sv HFSaver
+	if tok != nil {
+		var ok bool
+		if sv, ok = tok.(HFSaver); !ok {
+			return fmt.Errorf("llm: save: tokenizer %T cannot write Hugging Face files (nothing written to %s)", tok, dir)
+		}
+	}
 	if err := m.Save(dir); err != nil {
 		return err
 	}
-	if tok == nil {
+	if sv == nil {
 		return nil
-	}
-	sv, ok := tok.(HFSaver)
-	if !ok {
-		return fmt.Errorf("llm: save: tokenizer %T cannot write Hugging Face files", tok)
 	}
 	if err := sv.Save(dir); err != nil {
 		return fmt.Errorf("llm: save tokenizer: %w", err)
