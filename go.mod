@@ -3,7 +3,6 @@ module ragen
 go 1.26.0
 
 require (
-	github.com/ardanlabs/jinja v1.8.0
 	github.com/openai/openai-go/v3 v3.100.0
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/stretchr/testify v1.10.0

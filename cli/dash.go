@@ -26,7 +26,9 @@ const dashUsage = `usage: ragen dash [--addr 127.0.0.1:8090] [--token T] [--mode
 
 Serves the runs (metrics charts, trajectories, RAGEN-2 filter and collapse
 view) and a live play page. RUN_DIR is a training output folder
-(trainer.default_local_dir, e.g. runs/demo) or a folder of such folders.
+(trainer.default_local_dir, e.g. runs/demo) or a folder of such folders;
+an argument that names an existing folder is a RUN_DIR even with a "=" in
+it, any other key=value a config override.
 The play page offers the env tags of --config-name (default demo), the
 oracle, each RUN_DIR's exported model (RUN_DIR/final), --model folders and
 the --base-url endpoint. Binding anywhere but loopback needs --token (or
@@ -68,6 +70,12 @@ func parseDashArgs(args []string) (dashArgs, error) {
 	for _, a := range rest {
 		if strings.HasPrefix(a, "-") {
 			return d, fmt.Errorf("unknown flag %s\n%s", a, dashUsage)
+		}
+		// an argument that names an existing folder is a run folder, even
+		// with a "=" in its path (a sweep's runs/lr=1e-5)
+		if st, err := os.Stat(a); err == nil && st.IsDir() {
+			d.runs = append(d.runs, a)
+			continue
 		}
 		if strings.Contains(a, "=") || strings.HasPrefix(a, "~") {
 			d.cfgArgs = append(d.cfgArgs, a) // a config override for play

@@ -66,6 +66,26 @@ func TestDashArgs(t *testing.T) {
 	}
 }
 
+// A run folder whose path holds "=" (a sweep's runs/lr=1e-5) is a run
+// folder when it exists, not a config override; a "=" argument that is no
+// folder is still an override.
+func TestDashArgsRunFolderWithEquals(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "lr=1e-5")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := parseDashArgs([]string{run, "seed.val=3", "--addr", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.runs) != 1 || d.runs[0] != run {
+		t.Fatalf("runs %q, want [%s]", d.runs, run)
+	}
+	if last := d.cfgArgs[len(d.cfgArgs)-1]; last != "seed.val=3" {
+		t.Fatalf("config args %q", d.cfgArgs)
+	}
+}
+
 // TestDashBrowser trains a tiny run, serves it and checks every page in
 // headless Chromium: charts and trajectories render, the filter's kept and
 // dropped groups show, live polling picks up a new step, the trained model

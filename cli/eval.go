@@ -81,7 +81,10 @@ const evalHelp = `
   --request-timeout D    per API attempt (default 60s; config: +model_config.request_timeout=60)
   --max-retries N        API retries after the first try (default 3; config: +model_config.max_retries)
   --truncation MODE      a reply cut by max tokens: fail (the episode, default) or keep
-                         (config: +model_config.allow_truncated=true)
+                         (config: +model_config.allow_truncated=true); also a reply
+                         text over 64 bytes per max token (+model_config.max_reply_text_bytes),
+                         which keep cuts there. A reply body over 8 MiB fails the episode
+                         (+model_config.max_reply_bytes)
   --max-failures N       failed episodes tolerated before the run stops
                          (default 10% of the episodes; config: +eval.max_failures)
   --chunk-groups N       env groups per rollout; results stream to disk after each
@@ -353,6 +356,8 @@ func apiPolicy(t *config.Tree, f evalFlags) (ragen.Policy, error) {
 	r.duration("model_config.request_timeout", &c.RequestTimeout)
 	r.int("model_config.max_retries", &c.MaxRetries)
 	r.bool("model_config.allow_truncated", &c.AllowTruncated)
+	r.int("model_config.max_reply_bytes", &c.MaxReplyBytes)
+	r.int("model_config.max_reply_text_bytes", &c.MaxReplyTextBytes)
 	if err := r.err(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -175,4 +176,48 @@ func TestEvalInterruptKeepsWork(t *testing.T) {
 	defer f.Close()
 	raw, _ := io.ReadAll(f)
 	assert.Equal(t, 2, strings.Count(string(raw), "\n"))
+}
+
+// ragen eval against an endpoint whose completions are far longer than
+// max_tokens allows (one 50 MB body, one 200 KB text): each fails its own
+// episode naming the size, the JSONL stays small, and --truncation keep
+// cuts the long text to the cap instead.
+func TestEvalCapsAPIReplies(t *testing.T) {
+	var n atomic.Int64
+	huge := strings.Repeat("x", 50<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		content := "<think>x</think><answer>Right</answer>"
+		switch n.Add(1) {
+		case 2:
+			content = huge
+		case 4:
+			content = strings.Repeat("y", 200<<10)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": content}}}})
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	common := []string{"eval", "--policy", "api", "--base-url", srv.URL + "/v1", "--api-model", "stub",
+		"--max-retries", "0", "--request-timeout", "20s", "--max-failures", "3",
+		"es_manager.val.env_groups=5", "es_manager.val.group_size=1", "es_manager.val.env_configs.tags=[SimpleSokoban]",
+		"es_manager.val.env_configs.n_groups=[5]", "agent_proxy.max_turn=1", "+model_config.max_concurrency=1"}
+	out := filepath.Join(dir, "capped.jsonl")
+	require.NoError(t, run(context.Background(), append(append([]string{}, common...), "--out", out)))
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Less(t, len(raw), 1<<20, "the JSONL holds no huge reply")
+	assert.Contains(t, string(raw), "reply body is over the 8388608-byte cap (max_reply_bytes)") // streamed: no Content-Length
+	assert.Contains(t, string(raw), "reply text of 204800 bytes is over the")
+	assert.Equal(t, 2, strings.Count(string(raw), `"failure": `))
+
+	n.Store(0)
+	out = filepath.Join(dir, "keep.jsonl")
+	require.NoError(t, run(context.Background(), append(append([]string{}, common...), "--out", out, "--truncation", "keep")))
+	raw, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Less(t, len(raw), 1<<20)
+	assert.Equal(t, 1, strings.Count(string(raw), `"failure": `), "only the 50 MB body fails; the long text is cut")
 }

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,12 @@ type OpenAIStreamConfig struct {
 	Model   string
 	APIKey  string        // sent as a bearer token when set
 	Timeout time.Duration // whole request (default 2 min)
+	// MaxStreamBytes caps the bytes read from one reply stream (default
+	// ragen.DefaultMaxReplyBytes); MaxTextBytes caps its text (default
+	// ragen.ReplyTextBytesPerToken per requested max_tokens, at least
+	// 4 KiB). A reply over either fails with its size named.
+	MaxStreamBytes int
+	MaxTextBytes   int
 }
 
 // OpenAIStream streams chat completions ("stream": true) from an
@@ -33,6 +41,9 @@ type OpenAIStream struct {
 func NewOpenAIStream(cfg OpenAIStreamConfig) *OpenAIStream {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.MaxStreamBytes <= 0 {
+		cfg.MaxStreamBytes = ragen.DefaultMaxReplyBytes
 	}
 	return &OpenAIStream{cfg: cfg, client: &http.Client{}}
 }
@@ -86,9 +97,24 @@ func (o *OpenAIStream) Stream(ctx context.Context, req ragen.GenRequest, emit fu
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return "", fmt.Errorf("openai: %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
 	}
+	textCap := o.cfg.MaxTextBytes
+	if textCap <= 0 {
+		textCap = ragen.DefaultMaxReplyBytes
+		if n := req.Sampling.MaxNewTokens; n > 0 {
+			textCap = max(n*ragen.ReplyTextBytesPerToken, 4<<10)
+		}
+	}
 	var out strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	stream := &countReader{r: io.LimitReader(resp.Body, int64(o.cfg.MaxStreamBytes)+1)}
+	sc := bufio.NewScanner(stream)
+	sc.Buffer(make([]byte, 64<<10), min(o.cfg.MaxStreamBytes+1, 1<<20))
+	over := func() bool { return stream.n > int64(o.cfg.MaxStreamBytes) }
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if atEOF && over() && bytes.IndexByte(data, '\n') < 0 {
+			return 0, nil, errStreamCap // the line the cap cut in two
+		}
+		return bufio.ScanLines(data, atEOF)
+	})
 	for sc.Scan() {
 		line := sc.Text()
 		payload, ok := strings.CutPrefix(line, "data:")
@@ -111,22 +137,54 @@ func (o *OpenAIStream) Stream(ctx context.Context, req ragen.GenRequest, emit fu
 			} `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(payload), &chunk); err != nil {
-			return out.String(), fmt.Errorf("openai: bad stream chunk %q: %w", payload, err)
+			return out.String(), fmt.Errorf("openai: bad stream chunk %s: %w", quoteSnippet(payload), err)
 		}
 		if chunk.Error != nil {
-			return out.String(), fmt.Errorf("openai: %s", chunk.Error.Message)
+			return out.String(), fmt.Errorf("openai: %s", strings.Trim(quoteSnippet(chunk.Error.Message), `"`))
 		}
 		for _, c := range chunk.Choices {
 			d := c.Delta.Content + c.Text
+			if out.Len()+len(d) > textCap {
+				return out.String(), fmt.Errorf("openai: reply text of %d bytes or more is over the %d-byte cap", out.Len()+len(d), textCap)
+			}
 			if d != "" {
 				out.WriteString(d)
 				emit(d)
 			}
 		}
 	}
+	if over() {
+		return out.String(), fmt.Errorf("openai: reply stream is over the %d-byte cap", o.cfg.MaxStreamBytes)
+	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return out.String(), fmt.Errorf("openai: a reply stream line is over %d bytes", min(o.cfg.MaxStreamBytes+1, 1<<20))
+		}
 		return out.String(), fmt.Errorf("openai: stream: %w", err)
 	}
-	// a server that closes without [DONE]: what came is the answer
-	return out.String(), nil
+	// a server that closes without [DONE] was cut off (a crash, a proxy's
+	// timeout): what came may be half an answer
+	return out.String(), fmt.Errorf("openai: reply stream ended before [DONE] after %d bytes of text", out.Len())
+}
+
+var errStreamCap = errors.New("stream cap")
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// quoteSnippet quotes s, cut to 200 bytes.
+func quoteSnippet(s string) string {
+	if len(s) > 200 {
+		return strconv.Quote(s[:200]) + "…"
+	}
+	return strconv.Quote(s)
 }

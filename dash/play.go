@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,50 @@ type player struct {
 	sessions map[string]*session
 	modelMu  sync.Mutex
 	models   map[string]loadedModel // by folder; kept until Close (sessions may share one)
+	capMu    sync.Mutex
+	caps     map[string]tagCaps // by tag, found once
+}
+
+// tagCaps says which built-in policies can play a tag's env: the oracle
+// needs an env.Oracle or an action list, random actions an action list
+// (env.ActionLookup); free-text envs (DeepCoder, SearchQA, MetaMathQA)
+// have neither.
+type tagCaps struct{ oracle, random bool }
+
+// capsOf builds one env of tag (not reset) to see what it offers. An env
+// that cannot be built says nothing: every policy is offered, and the
+// episode reports the error.
+func (p *player) capsOf(tag string) tagCaps {
+	p.capMu.Lock()
+	defer p.capMu.Unlock()
+	if c, ok := p.caps[tag]; ok {
+		return c
+	}
+	c := tagCaps{true, true}
+	if cfg, err := p.opt.Config(tag); err == nil {
+		if spec, ok := cfg.CustomEnvs[tag]; ok {
+			if e, err := p.opt.Provider.NewEnv(tag, spec); err == nil {
+				_, lookup := e.(env.ActionLookup)
+				_, oracle := e.(env.Oracle)
+				c = tagCaps{oracle: oracle || lookup, random: lookup}
+				e.Close()
+			}
+		}
+	}
+	p.caps[tag] = c
+	return c
+}
+
+// offers reports whether policy can play tag, and why not.
+func (p *player) offers(tag, policy string) (bool, string) {
+	c := p.capsOf(tag)
+	switch {
+	case policy == "oracle" && !c.oracle:
+		return false, fmt.Sprintf("the oracle cannot play %s: its env has neither a solver nor a list of actions", tag)
+	case policy == "random" && !c.random:
+		return false, fmt.Sprintf("random actions cannot play %s: its env has no list of actions (it takes free text)", tag)
+	}
+	return true, ""
 }
 
 type loadedModel struct {
@@ -75,7 +120,7 @@ func newPlayer(opt PlayOptions) (*player, error) {
 	if opt.Idle <= 0 {
 		opt.Idle = 10 * time.Minute
 	}
-	return &player{opt: opt, sessions: map[string]*session{}, models: map[string]loadedModel{}}, nil
+	return &player{opt: opt, sessions: map[string]*session{}, models: map[string]loadedModel{}, caps: map[string]tagCaps{}}, nil
 }
 
 // PlayEvent is one server-sent event of a session.
@@ -170,19 +215,48 @@ func (p *player) closeAll() {
 	}
 }
 
-// reap drops ended or idle sessions.
+// reap drops idle sessions, and the oldest ended ones beyond
+// 4 × MaxSessions (an ended session is kept for its events to be read
+// again, but does not count against MaxSessions).
 func (p *player) reap() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	type endedAt struct {
+		id   string
+		last time.Time
+	}
+	var ended []endedAt
 	for id, s := range p.sessions {
 		s.mu.Lock()
 		idle := time.Since(s.last) > p.opt.Idle
+		done, last := s.ended, s.last
 		s.mu.Unlock()
 		if idle {
 			s.cancel()
 			delete(p.sessions, id)
+		} else if done {
+			ended = append(ended, endedAt{id, last})
 		}
 	}
+	if extra := len(ended) - 4*p.opt.MaxSessions; extra > 0 {
+		sort.Slice(ended, func(i, j int) bool { return ended[i].last.Before(ended[j].last) })
+		for _, e := range ended[:extra] {
+			delete(p.sessions, e.id)
+		}
+	}
+}
+
+// running counts the sessions whose episode has not ended (p.mu held).
+func (p *player) running() int {
+	n := 0
+	for _, s := range p.sessions {
+		s.mu.Lock()
+		if !s.ended {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
 }
 
 type startRequest struct {
@@ -217,7 +291,18 @@ func (s *Server) apiPlayOptions(w http.ResponseWriter, r *http.Request) {
 	if a := s.play.opt.API; a != nil {
 		pols = append(pols, pol{"api", "API " + a.Model + " at " + a.BaseURL})
 	}
-	writeJSON(w, map[string]any{"tags": s.play.opt.Tags, "policies": pols})
+	// tag_policies: the policies that can play each tag's env
+	byTag := map[string][]string{}
+	for _, t := range s.play.opt.Tags {
+		ids := []string{}
+		for _, p := range pols {
+			if ok, _ := s.play.offers(t, p.ID); ok {
+				ids = append(ids, p.ID)
+			}
+		}
+		byTag[t] = ids
+	}
+	writeJSON(w, map[string]any{"tags": s.play.opt.Tags, "policies": pols, "tag_policies": byTag})
 }
 
 func (s *Server) apiPlayStart(w http.ResponseWriter, r *http.Request) {
@@ -257,11 +342,15 @@ func (s *Server) apiPlayStart(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, badRequest("policy %q is not offered (see /api/play/options)", req.Policy))
 		return
 	}
+	if ok, why := p.offers(req.Tag, req.Policy); !ok {
+		writeErr(w, badRequest("%s", why))
+		return
+	}
 	p.reap()
 	p.mu.Lock()
-	if len(p.sessions) >= p.opt.MaxSessions {
+	if n := p.running(); n >= p.opt.MaxSessions {
 		p.mu.Unlock()
-		writeErr(w, &httpError{http.StatusTooManyRequests, fmt.Sprintf("%d play sessions are running: stop one first", len(p.sessions))})
+		writeErr(w, &httpError{http.StatusTooManyRequests, fmt.Sprintf("%d play sessions are running: stop one first (an idle one ends after %v)", n, p.opt.Idle)})
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // Config is a Hugging Face config.json of a supported family (Families:
@@ -275,11 +278,61 @@ func MarshalConfig(c Config) ([]byte, error) {
 			m[k] = v
 		}
 	}
+	// use_sliding_window is a key of Qwen2Config and Qwen3Config only
+	if c.ModelType != "qwen2" && c.ModelType != "qwen3" && !c.UseSlidingWindow {
+		delete(m, "use_sliding_window")
+	}
+	if rs, ok := c.RopeScaling.(map[string]any); ok {
+		if m["rope_scaling"], err = marshalRopeScaling(rs); err != nil {
+			return nil, err
+		}
+	}
 	out, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return append(out, '\n'), nil
+}
+
+// ropeFloatKeys are the rope_scaling fields transformers wants as floats
+// (it warns on every load when factor, low_freq_factor or high_freq_factor
+// is an integer).
+var ropeFloatKeys = map[string]bool{"factor": true, "low_freq_factor": true, "high_freq_factor": true,
+	"attention_factor": true, "beta_fast": true, "beta_slow": true, "mscale": true, "mscale_all_dim": true}
+
+// marshalRopeScaling writes rope_scaling with its float fields as JSON
+// floats (32.0, not 32), as transformers writes them.
+func marshalRopeScaling(rs map[string]any) (json.RawMessage, error) {
+	out := make(map[string]any, len(rs))
+	for k, v := range rs {
+		out[k] = v
+		if !ropeFloatKeys[k] {
+			continue
+		}
+		var f float64
+		switch x := v.(type) {
+		case float64:
+			f = x
+		case int:
+			f = float64(x)
+		case json.Number:
+			var err error
+			if f, err = x.Float64(); err != nil {
+				continue
+			}
+		default:
+			continue
+		}
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("llm: rope_scaling.%s is %v", k, f)
+		}
+		s := strconv.FormatFloat(f, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		out[k] = json.Number(s)
+	}
+	return json.Marshal(out)
 }
 
 // ReadConfig reads dir/config.json.

@@ -74,6 +74,12 @@ func Load(dir string, opt Options) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("llm: %s: %w", filepath.Join(dir, ConfigFile), err)
 	}
+	// The checkpoint's headers must match config.json before the model's
+	// memory is allocated: a vocab_size of 6,000,000 over a 3 MB checkpoint
+	// is a shape error, not 6 GB of zeros first.
+	if err := checkWeights(dir, cfg); err != nil {
+		return nil, err
+	}
 	m, err := alloc(cfg, opt)
 	if err != nil {
 		return nil, err
@@ -91,6 +97,49 @@ func Load(dir string, opt Options) (*Model, error) {
 		m.genConfig = b
 	}
 	return m, nil
+}
+
+// checkWeights compares the safetensors headers in dir with the tensors,
+// float dtypes and shapes that cfg needs, reading headers only.
+func checkWeights(dir string, cfg Config) error {
+	where, err := sources(dir)
+	if err != nil {
+		return err
+	}
+	files := map[string]*safetensors.File{}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, p := range cfg.paramShapes() {
+		file := WeightsFile
+		if where != nil {
+			f, ok := where[p.Name]
+			if !ok {
+				return fmt.Errorf("llm: %s: tensor %q missing from the weight map", filepath.Join(dir, WeightsIndexFile), p.Name)
+			}
+			file = f
+		}
+		f, ok := files[file]
+		if !ok {
+			if f, err = safetensors.Open(filepath.Join(dir, file)); err != nil {
+				return fmt.Errorf("llm: %w", err)
+			}
+			files[file] = f
+		}
+		info, ok := f.Header.Lookup(p.Name)
+		if !ok {
+			return fmt.Errorf("llm: %s: tensor %q not found (config.json needs it)", f.Path, p.Name)
+		}
+		if _, ok := torchDType(info.DType); !ok {
+			return fmt.Errorf("llm: %s: tensor %q: dtype %s is not a float type the model can load", f.Path, p.Name, info.DType)
+		}
+		if !sameShape(p.Shape, info.Shape) {
+			return fmt.Errorf("llm: %s: tensor %q: shape %v, %s needs %v", f.Path, p.Name, info.Shape, ConfigFile, p.Shape)
+		}
+	}
+	return nil
 }
 
 // sources maps each tensor name to the file holding it.
@@ -325,16 +374,22 @@ type HFSaver interface {
 
 // SaveHF writes a complete model folder: the model (Save) and, when tok can
 // save itself (*tokenizer.HF), its tokenizer files.
+//
+// A tokenizer that cannot write Hugging Face files is an error before
+// anything is written.
 func SaveHF(dir string, m *Model, tok tokenizer.Tokenizer) error {
+	var sv HFSaver
+	if tok != nil {
+		var ok bool
+		if sv, ok = tok.(HFSaver); !ok {
+			return fmt.Errorf("llm: save: tokenizer %T cannot write Hugging Face files (nothing written to %s)", tok, dir)
+		}
+	}
 	if err := m.Save(dir); err != nil {
 		return err
 	}
-	if tok == nil {
+	if sv == nil {
 		return nil
-	}
-	sv, ok := tok.(HFSaver)
-	if !ok {
-		return fmt.Errorf("llm: save: tokenizer %T cannot write Hugging Face files", tok)
 	}
 	if err := sv.Save(dir); err != nil {
 		return fmt.Errorf("llm: save tokenizer: %w", err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -31,9 +32,28 @@ type OpenAIConfig struct {
 	// AllowTruncated accepts finish reasons length/max_tokens/content_filter,
 	// which upstream treats as errors.
 	AllowTruncated bool `yaml:"allow_truncated"`
+	// MaxReplyBytes caps a reply's body as read from the server (0 =
+	// DefaultMaxReplyBytes); a longer body fails the request, whatever
+	// AllowTruncated says, as truncated JSON cannot be decoded.
+	MaxReplyBytes int `yaml:"max_reply_bytes"`
+	// MaxReplyTextBytes caps the completion text (0 = ReplyTextBytesPerToken
+	// per requested max_tokens, at least 4 KiB, or DefaultMaxReplyBytes when
+	// max_tokens is not set). A longer text fails the request, or with
+	// AllowTruncated is cut there (at a UTF-8 boundary) with finish reason
+	// "length".
+	MaxReplyTextBytes int `yaml:"max_reply_text_bytes"`
 	// HTTPClient is used if set (tests); default http.DefaultClient.
 	HTTPClient *http.Client `yaml:"-"`
 }
+
+// Reply caps (see OpenAIConfig.MaxReplyBytes and MaxReplyTextBytes). A
+// token of a BPE vocabulary is rarely over 16 bytes; 64 leaves room for
+// long runs of spaces or punctuation merged into one token.
+const (
+	DefaultMaxReplyBytes   = 8 << 20
+	ReplyTextBytesPerToken = 64
+	minReplyTextBytes      = 4 << 10
+)
 
 // DefaultOpenAIConfig returns the client defaults.
 func DefaultOpenAIConfig() OpenAIConfig {
@@ -71,6 +91,12 @@ func (c OpenAIConfig) Validate() error {
 	if c.RequestTimeout <= 0 {
 		bad("request_timeout = %v, want > 0", c.RequestTimeout)
 	}
+	if c.MaxReplyBytes < 0 {
+		bad("max_reply_bytes = %d, want ≥ 0 (0 = %d)", c.MaxReplyBytes, DefaultMaxReplyBytes)
+	}
+	if c.MaxReplyTextBytes < 0 {
+		bad("max_reply_text_bytes = %d, want ≥ 0 (0 = %d per max_tokens)", c.MaxReplyTextBytes, ReplyTextBytesPerToken)
+	}
 	return errors.Join(errs...)
 }
 
@@ -93,6 +119,9 @@ func NewOpenAIPolicy(cfg OpenAIConfig) (*OpenAIPolicy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.MaxReplyBytes == 0 {
+		cfg.MaxReplyBytes = DefaultMaxReplyBytes
+	}
 	p := &OpenAIPolicy{cfg: cfg, client: cfg.HTTPClient, sem: make(chan struct{}, cfg.MaxConcurrency)}
 	if p.client == nil {
 		p.client = http.DefaultClient
@@ -113,6 +142,7 @@ func NewOpenAIPolicy(cfg OpenAIConfig) (*OpenAIPolicy, error) {
 		option.WithHeaderDel("OpenAI-Project"),
 		option.WithHTTPClient(p.client),
 		option.WithMaxRetries(0),
+		option.WithMiddleware(capBody(int64(cfg.MaxReplyBytes))),
 	)
 	return p, nil
 }
@@ -236,7 +266,7 @@ func (p *OpenAIPolicy) one(ctx context.Context, r GenRequest) (Generation, error
 			}
 			backoff = min(2*backoff, p.cfg.MaxBackoff)
 		}
-		g, err := p.attempt(ctx, params)
+		g, err := p.attempt(ctx, params, p.textCap(r.Sampling.MaxNewTokens))
 		if err == nil {
 			return g, nil
 		}
@@ -264,14 +294,89 @@ type chatReply struct {
 	} `json:"error"`
 }
 
-func (p *OpenAIPolicy) attempt(ctx context.Context, params openai.ChatCompletionNewParams) (Generation, error) {
+// textCap is the longest completion text accepted for a request of
+// maxTokens new tokens.
+func (p *OpenAIPolicy) textCap(maxTokens int) int {
+	switch {
+	case p.cfg.MaxReplyTextBytes > 0:
+		return p.cfg.MaxReplyTextBytes
+	case maxTokens > 0:
+		return max(maxTokens*ReplyTextBytesPerToken, minReplyTextBytes)
+	}
+	return DefaultMaxReplyBytes
+}
+
+// ErrReplyTooLarge is the cause of a reply refused for its size.
+var ErrReplyTooLarge = errors.New("reply too large")
+
+// bodyTooLarge reports a reply body over the cap; size is its
+// Content-Length, -1 when the server did not say.
+type bodyTooLarge struct{ size, limit int64 }
+
+func (e *bodyTooLarge) Error() string {
+	if e.size >= 0 {
+		return fmt.Sprintf("reply body of %d bytes is over the %d-byte cap (max_reply_bytes)", e.size, e.limit)
+	}
+	return fmt.Sprintf("reply body is over the %d-byte cap (max_reply_bytes)", e.limit)
+}
+
+func (e *bodyTooLarge) Unwrap() error { return ErrReplyTooLarge }
+
+// capBody is a client middleware that fails a response whose body says or
+// turns out to be longer than limit bytes, before it is read whole.
+func capBody(limit int64) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if err != nil || resp.Body == nil {
+			return resp, err
+		}
+		if resp.ContentLength > limit {
+			_ = resp.Body.Close()
+			return nil, &bodyTooLarge{size: resp.ContentLength, limit: limit}
+		}
+		resp.Body = &cappedBody{rc: resp.Body, left: limit, limit: limit}
+		return resp, nil
+	}
+}
+
+// cappedBody reads at most limit bytes, then fails with *bodyTooLarge.
+type cappedBody struct {
+	rc          io.ReadCloser
+	left, limit int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// one byte more tells a body of exactly limit bytes from a longer one
+		var one [1]byte
+		if n, err := b.rc.Read(one[:]); n > 0 {
+			return 0, &bodyTooLarge{size: -1, limit: b.limit}
+		} else if err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+func (p *OpenAIPolicy) attempt(ctx context.Context, params openai.ChatCompletionNewParams, textCap int) (Generation, error) {
 	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	url := strings.TrimRight(p.cfg.BaseURL, "/") + "/chat/completions"
 	var raw []byte
 	_, err := p.api.Chat.Completions.New(actx, params, option.WithResponseBodyInto(&raw))
 	var ae *openai.Error
+	var big *bodyTooLarge
 	switch {
+	case errors.As(err, &big):
+		return Generation{}, big // not retried: the next reply would be as long
 	case errors.As(err, &ae):
 		var body []byte
 		if ae.Response != nil && ae.Response.Body != nil {
@@ -310,7 +415,27 @@ func (p *OpenAIPolicy) attempt(ctx context.Context, params openai.ChatCompletion
 			return Generation{}, fmt.Errorf("finish reason %q", c.FinishReason)
 		}
 	}
-	return Generation{Text: c.Message.Content, FinishReason: c.FinishReason}, nil
+	text := c.Message.Content
+	if len(text) > textCap {
+		if !p.cfg.AllowTruncated {
+			return Generation{}, fmt.Errorf("%w: reply text of %d bytes is over the %d-byte cap (max_reply_text_bytes; the truncation mode keep cuts it there)",
+				ErrReplyTooLarge, len(text), textCap)
+		}
+		text, c.FinishReason = cutUTF8(text, textCap), "length"
+	}
+	return Generation{Text: text, FinishReason: c.FinishReason}, nil
+}
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func snippet(b []byte) string {

@@ -3,13 +3,17 @@ package ragen
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -229,4 +233,89 @@ func TestOpenAIGenerateEach(t *testing.T) {
 	assert.NoError(t, errs[3])
 	assert.Equal(t, "fine", gens[0].Text)
 	assert.Equal(t, "fine", gens[3].Text)
+}
+
+// A reply longer than the body cap fails its episode with the size named,
+// whether or not the server says its length up front, and is not retried;
+// the server writing 20 MB stops as the client hangs up.
+func TestOpenAIReplyBodyCap(t *testing.T) {
+	big := strings.Repeat("x", 20<<20)
+	whole, err := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": big}, "finish_reason": "stop"}}})
+	require.NoError(t, err)
+	for _, sayLength := range []bool{true, false} {
+		var calls atomic.Int32
+		p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			b := whole
+			w.Header().Set("Content-Type", "application/json")
+			if sayLength {
+				w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			}
+			for len(b) > 0 { // in pieces, so that the length is not known without the header
+				n := min(len(b), 1<<16)
+				if _, err := w.Write(b[:n]); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				b = b[n:]
+			}
+		}, func(c *OpenAIConfig) { c.RequestTimeout = time.Minute }) // no retry on a slow (-race) run
+		gens, errs := p.GenerateEach(context.Background(), reqs(1))
+		require.Error(t, errs[0], "sayLength=%v", sayLength)
+		assert.ErrorIs(t, errs[0], ErrReplyTooLarge)
+		assert.ErrorContains(t, errs[0], "over the 8388608-byte cap (max_reply_bytes)")
+		if sayLength {
+			assert.ErrorContains(t, errs[0], fmt.Sprintf("reply body of %d bytes", len(whole)))
+		}
+		assert.Empty(t, gens[0].Text)
+		assert.Equal(t, int32(1), calls.Load(), "a reply over the cap is not retried")
+	}
+}
+
+// A body of exactly the cap is read; one byte more is refused.
+func TestOpenAIReplyBodyCapEdge(t *testing.T) {
+	body, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": "hello"}, "finish_reason": "stop"}}})
+	for _, tc := range []struct {
+		limit int
+		ok    bool
+	}{{len(body), true}, {len(body) - 1, false}} {
+		p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body[:10])
+			w.(http.Flusher).Flush() // chunked: no Content-Length
+			_, _ = w.Write(body[10:])
+		}, func(c *OpenAIConfig) { c.MaxReplyBytes = tc.limit })
+		gens, errs := p.GenerateEach(context.Background(), reqs(1))
+		if tc.ok {
+			require.NoError(t, errs[0])
+			assert.Equal(t, "hello", gens[0].Text)
+		} else {
+			assert.ErrorIs(t, errs[0], ErrReplyTooLarge)
+		}
+	}
+}
+
+// A completion text longer than max_tokens allows (64 bytes a token, at
+// least 4 KiB: 4096 bytes for max_tokens 50) fails the episode naming its
+// size, or with --truncation keep is cut to the cap with finish reason
+// "length", never split inside a UTF-8 sequence.
+func TestOpenAIReplyTextCap(t *testing.T) {
+	text := "a" + strings.Repeat("é", 50000) // 100001 bytes; byte 4096 is inside an é
+	h := func(w http.ResponseWriter, r *http.Request) { reply(w, text, "stop") }
+	p := testOpenAI(t, h, nil)
+	_, errs := p.GenerateEach(context.Background(), reqs(1))
+	assert.ErrorIs(t, errs[0], ErrReplyTooLarge)
+	assert.ErrorContains(t, errs[0], "env 0 turn 0: reply too large: reply text of 100001 bytes is over the 4096-byte cap")
+
+	p = testOpenAI(t, h, func(c *OpenAIConfig) { c.AllowTruncated = true })
+	gens, errs := p.GenerateEach(context.Background(), reqs(1))
+	require.NoError(t, errs[0])
+	assert.Equal(t, text[:4095], gens[0].Text)
+	assert.True(t, utf8.ValidString(gens[0].Text))
+	assert.Equal(t, "length", gens[0].FinishReason)
+
+	p = testOpenAI(t, h, func(c *OpenAIConfig) { c.MaxReplyTextBytes = 200001 })
+	gens, errs = p.GenerateEach(context.Background(), reqs(1))
+	require.NoError(t, errs[0])
+	assert.Equal(t, text, gens[0].Text)
 }

@@ -33,7 +33,9 @@ import (
 // anything. A corrupt checkpoint is an error naming the file; with
 // resume_mode=auto the trainer then falls back to the newest intact older
 // checkpoint and says so (Logger's Warn when it has one, else stderr).
-// Checkpoints written before checksums existed load unchecked.
+// Checkpoints written before checksums existed load without that check;
+// every checkpoint's weights and optimizer moments are checked to be finite
+// on load, as on save.
 //
 // A step folder is written under a temporary name and renamed when complete,
 // and the tracker file is replaced by rename, so a run killed at any moment
@@ -482,16 +484,27 @@ func loadInto(path string, names []string, dst []*torch.Tensor) error {
 	if len(f) != len(names) {
 		return fmt.Errorf("%s holds %d tensors, the model has %d", path, len(f), len(names))
 	}
+	// Every tensor is checked before any is copied, so that a refused
+	// checkpoint leaves the model as it was. Finiteness is checked here as
+	// on save: a checkpoint without checksums.sha256 (or one edited and
+	// re-summed) is not otherwise checked, and a NaN weight would fail
+	// later in sampling with an unclear torch error.
+	for i, name := range names {
+		e, ok := f[name]
+		if !ok {
+			return fmt.Errorf("%s: no tensor %q", path, name)
+		}
+		if !slicesEqual(e.Shape, dst[i].Shape()) {
+			return fmt.Errorf("%s: %s has shape %v, the model's is %v", path, name, e.Shape, dst[i].Shape())
+		}
+		if j := firstNonFinite(e.Data, e.DType); j >= 0 {
+			return fmt.Errorf("%s: %s element %d is not finite (NaN or Inf): this checkpoint cannot be resumed", path, name, j)
+		}
+	}
 	return torch.NoGrad(func() error {
 		return withScope(func(s *torch.Scope) error {
 			for i, name := range names {
-				e, ok := f[name]
-				if !ok {
-					return fmt.Errorf("%s: no tensor %q", path, name)
-				}
-				if !slicesEqual(e.Shape, dst[i].Shape()) {
-					return fmt.Errorf("%s: %s has shape %v, the model's is %v", path, name, e.Shape, dst[i].Shape())
-				}
+				e := f[name]
 				src := s.Own(torch.FromBytes(e.Data, e.DType, e.Shape...))
 				s.CopyInto(dst[i], src)
 			}

@@ -184,3 +184,50 @@ func TestValidateRejectsNonFinite(t *testing.T) {
 	}
 	require.NoError(t, DefaultConfig().Validate())
 }
+
+// A checkpoint without checksums.sha256 is still checked on load: NaN
+// weights or optimizer moments are a clear error naming the file and the
+// tensor, not a torch error later in sampling, and the model is left as it
+// was.
+func TestLoadRefusesNonFiniteCheckpoint(t *testing.T) {
+	m := newModels(25)
+	defer m.Close()
+	dir := t.TempDir()
+	cfg := ckptConfig(dir, 1, 0, 0)
+	tr := newTestTrainer(t, cfg, m, banditProxy(t, 2, 4, 2), &recLogger{})
+	_, err := tr.Fit(context.Background())
+	require.NoError(t, err)
+	step := tr.StepDir(1)
+	require.NoError(t, os.Remove(filepath.Join(step, ChecksumFile)))
+	require.NoError(t, VerifyCheckpoint(step), "a folder without checksums passes verification")
+
+	for _, file := range []string{"actor/" + modelFile, "critic/" + optimFile} {
+		t.Run(file, func(t *testing.T) {
+			p := filepath.Join(step, filepath.FromSlash(file))
+			orig, err := os.ReadFile(p)
+			require.NoError(t, err)
+			defer os.WriteFile(p, orig, 0o644)
+			b := append([]byte(nil), orig...)
+			copy(b[len(b)-4:], []byte{0, 0, 0xf8, 0x7f}) // the high half of the last float64 (or the last float32): NaN either way
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+
+			m2 := newModels(26)
+			defer m2.Close()
+			before, err := torch.Data[float32](m2.actor.Trainable()[0])
+			require.NoError(t, err)
+			pathCfg := cfg
+			pathCfg.Trainer.ResumeMode = ResumePath
+			pathCfg.Trainer.ResumeFromPath = step
+			tp := newTestTrainer(t, pathCfg, m2, banditProxy(t, 2, 4, 2), &recLogger{})
+			err = tp.resume()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), file)
+			assert.Contains(t, err.Error(), "is not finite (NaN or Inf): this checkpoint cannot be resumed")
+			if file == "actor/"+modelFile {
+				after, err := torch.Data[float32](m2.actor.Trainable()[0])
+				require.NoError(t, err)
+				assert.Equal(t, before, after, "a refused checkpoint leaves the model as it was")
+			}
+		})
+	}
+}

@@ -160,6 +160,9 @@ func (m *shardManifest) load(dir, role string, params []*torch.Tensor, opt *torc
 				return fmt.Errorf("%s: %s is %v, rank 0's shard %v", path, name, e.DType, dt)
 			}
 			dt = e.DType
+			if j := firstNonFinite(e.Data, e.DType); j >= 0 {
+				return fmt.Errorf("%s: %s element %d is not finite (NaN or Inf): this checkpoint cannot be resumed", path, name, j)
+			}
 			flat[name] = append(flat[name], e.Data...)
 		}
 	}

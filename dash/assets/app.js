@@ -384,8 +384,19 @@ async function pagePlay() {
   const stop = h("button", { id: "play-stop", text: "Stop", disabled: true });
   const log = h("div", { id: "play-log" });
   const p = qs();
+  // offer only the policies that can play the chosen env (random actions need a list of actions)
+  const fitPolicies = () => {
+    const ok = (o.tag_policies || {})[tag.value];
+    for (const opt of pol.options) opt.disabled = ok ? !ok.includes(opt.value) : false;
+    if (pol.selectedOptions[0] && pol.selectedOptions[0].disabled) {
+      const first = [...pol.options].find(x => !x.disabled);
+      if (first) pol.value = first.value;
+    }
+  };
+  tag.onchange = fitPolicies;
   if (p.get("tag")) tag.value = p.get("tag");
   if (p.get("policy")) pol.value = p.get("policy");
+  fitPolicies();
   if (p.get("seed")) seed.value = p.get("seed");
   $app.append(h("div", { class: "panel filters" }, h("label", {}, "env tag", tag), h("label", {}, "policy", pol), h("label", {}, "seed", seed), start, step, auto, stop), log);
   let sid = null, es = null, autoOn = false, cur = null, ended = false;

