@@ -91,4 +91,4 @@ gpu-check-cpu: gpu-bundle
 	./scripts/torch2.sh run bash -c 'd=$$(mktemp -d) && tar -C $$d -xJf .gpu-bundle.tar.xz && $$d/.gpu-bundle/gpu-check.sh; rc=$$?; rm -rf $$d; exit $$rc'
 
 clean:
-	rm -rf bin .gpu-bundle .gpu-bundle.tar.xz
+	rm -rf bin .gpu-bundle .gpu-bundle.tar.xz .gpu-bundle-lib

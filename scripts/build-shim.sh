@@ -8,6 +8,8 @@
 # compiling the shim in (see doc/design.md, "CUDA and other libtorch builds").
 #
 # usage: scripts/build-shim.sh OUTDIR [SRCDIR]
+#   LIBNAME  the library's file name (default libragen_torch.so)
+#   JOBS     compiler processes at once (default: the number of cores)
 set -euo pipefail
 out=${1:?usage: build-shim.sh OUTDIR [SRCDIR]}
 src=${2:-$(cd "$(dirname "$0")/.." && pwd)/internal/torch/csrc}
@@ -15,7 +17,7 @@ PYTHON=${PYTHON:-python3}
 CXX=${CXX:-g++}
 mkdir -p "$out"
 
-flags=(-std=c++17 -O2 -fPIC -fopenmp -shared -Wno-deprecated-declarations -Wno-unused-parameter)
+flags=(-std=c++17 -O2 -fPIC -fopenmp -Wno-deprecated-declarations -Wno-unused-parameter)
 libs=()
 info=""
 if [[ ${TORCH:-} != system ]] && info=$("$PYTHON" - <<'PY' 2>/dev/null
@@ -48,5 +50,18 @@ else
 	echo "build-shim: Debian libtorch (/usr/include, /usr/lib)" >&2
 fi
 libs+=(-ltorch -ltorch_cpu -lc10)
-"$CXX" "${flags[@]}" -o "$out/libragen_torch.so" "$src"/*.cc "${libs[@]}"
-echo "build-shim: wrote $out/libragen_torch.so" >&2
+# One compiler process per source file, $JOBS at a time (default: every
+# core), then one link: the files are independent, and each takes seconds
+# to minutes against libtorch's headers.
+name=${LIBNAME:-libragen_torch.so}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+obj=$(mktemp -d)
+trap 'rm -rf "$obj"' EXIT
+export CXX obj
+printf '%s\0' "$src"/*.cc | xargs -0 -P "$jobs" -I{} bash -c '
+	f=$1; shift
+	o=$obj/$(basename "$f" .cc).o
+	"$CXX" "$@" -c -o "$o" "$f" 2>"$o.log" || { echo "build-shim: $f failed:" >&2; cat "$o.log" >&2; exit 255; }
+' _ {} "${flags[@]}" || exit 1
+"$CXX" "${flags[@]}" -shared -o "$out/$name" "$obj"/*.o "${libs[@]}"
+echo "build-shim: wrote $out/$name ($(ls "$src"/*.cc | wc -l) files, $jobs at a time)" >&2

@@ -1,62 +1,61 @@
 #!/usr/bin/env bash
 # make gpu-bundle: packs what a GPU machine without a Go toolchain needs to
-# run ragen's CUDA checks into .gpu-bundle/ (and .gpu-bundle.tar.gz):
-#   - test and benchmark binaries built here with -tags torchshared (they
-#     link libragen_torch.so instead of compiling the shim in),
-#   - the shim source and scripts/build-shim.sh,
-#   - each package's testdata,
-#   - gpu-check.sh, which rebuilds libragen_torch.so against the machine's
-#     PyTorch (CUDA enabled when that torch has CUDA) and runs the checks
-#     with RAGEN_TEST_DEVICE=cuda.
+# run ragen's CUDA check into one file, .gpu-bundle.tar.xz (at most 40 MiB,
+# checked here):
+#   - the test binaries of torch, llm, dist and starpo, the ragen CLI and
+#     gpubench, built here with -tags torchshared (they link
+#     libragen_torch.so and libragen_dist.so instead of compiling the shims
+#     in) and stripped;
+#   - the shim sources, scripts/build-shim.sh, the testdata the tests read,
+#     bench/gpu_peer.py (Hugging Face transformers peer) and qwen_peer.py;
+#   - gpu-check.sh, which builds the shims against that machine's PyTorch
+#     (one compiler process per file, all cores; CUDA when that torch has
+#     it) and runs the check (see it for the steps).
+# Unpacked and run here in the libtorch 2.x chroot (make gpu-check-cpu), the
+# same bundle proves the check end to end on a CPU: the CUDA-only steps
+# report themselves as skipped.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 b=$root/.gpu-bundle
-rm -rf "$b" "$root/.gpu-bundle.tar.gz"
-mkdir -p "$b/lib" "$b/csrc" "$b/pkg"
-TORCH=system "$root/scripts/build-shim.sh" "$b/lib" "$root/internal/torch/csrc"
-cp "$root"/internal/torch/csrc/*.cc "$root"/internal/torch/csrc/*.h "$root"/internal/torch/csrc/*.hpp "$b/csrc/"
-cp "$root/scripts/build-shim.sh" "$b/"
-# c10d (package dist): libragen_dist.so from internal/dist/csrc, laid out as
-# in the tree so that its ../../torch/csrc include resolves; NCCL is compiled
-# in when the torch build-shim.sh finds has CUDA.
-mkdir -p "$b/src/internal/torch/csrc" "$b/src/internal/dist/csrc"
-cp "$root/internal/torch/csrc/tensor_impl.hpp" "$b/src/internal/torch/csrc/"
-cp "$root"/internal/dist/csrc/*.cc "$root"/internal/dist/csrc/*.h "$root"/internal/dist/csrc/*.hpp "$b/src/internal/dist/csrc/"
-TORCH=system "$root/scripts/build-shim.sh" "$b/lib/dist" "$b/src/internal/dist/csrc"
-mv "$b/lib/dist/libragen_torch.so" "$b/lib/libragen_dist.so" && rmdir "$b/lib/dist"
+out=$root/.gpu-bundle.tar.xz
+limit=$((40 << 20))
+rm -rf "$b" "$out"
+mkdir -p "$b/src/internal/torch/csrc" "$b/src/internal/dist/csrc" "$b/pkg" "$b/bin" "$b/bench" "$b/lib"
+cp "$root"/internal/torch/csrc/*.{cc,h,hpp} "$b/src/internal/torch/csrc/"
+cp "$root"/internal/dist/csrc/*.{cc,h,hpp} "$b/src/internal/dist/csrc/"
+cp "$root/scripts/build-shim.sh" "$root/scripts/gpu-check.sh" "$b/"
+cp "$root/bench/gpu_peer.py" "$root/bench/qwen_peer.py" "$b/bench/"
+
+# libraries to link against here (Debian's libtorch); gpu-check.sh rebuilds
+# both against the GPU machine's PyTorch, so they do not travel. Kept in
+# .gpu-bundle-lib/ and rebuilt when a shim source changes.
+lib=$root/.gpu-bundle-lib
+sum=$(cat "$root"/internal/torch/csrc/*.{cc,h,hpp} "$root"/internal/dist/csrc/*.{cc,h,hpp} "$root/scripts/build-shim.sh" | sha256sum | cut -c1-16)
+if [[ $(cat "$lib/SUM" 2>/dev/null) != "$sum" ]]; then
+	rm -rf "$lib" && mkdir -p "$lib"
+	TORCH=system "$root/scripts/build-shim.sh" "$lib" "$root/internal/torch/csrc"
+	TORCH=system LIBNAME=libragen_dist.so "$root/scripts/build-shim.sh" "$lib" "$root/internal/dist/csrc"
+	echo "$sum" >"$lib/SUM"
+fi
+
 cd "$root"
-pkgs=$(go list -f '{{if .TestGoFiles}}{{.ImportPath}} {{join .Deps " "}}{{end}}' ./... | grep 'ragen/internal/torch' | cut -d' ' -f1 || true)
-pkgs="$pkgs $(go list ./torch)"
-for p in $(tr ' ' '\n' <<<"$pkgs" | sort -u); do
-	rel=${p#ragen/}
-	[[ $rel == ragen ]] && rel=.
-	name=$(tr '/' '_' <<<"$rel")
-	mkdir -p "$b/pkg/$name"
-	CGO_LDFLAGS="-L$b/lib" go test -c -tags torchshared -ldflags=-s -o "$b/pkg/$name/test" "./$rel"
-	[[ -d $rel/testdata ]] && cp -r "$rel/testdata" "$b/pkg/$name/"
-	echo "gpu-bundle: $p" >&2
+export CGO_LDFLAGS="-L$lib"
+gof=(-tags torchshared -trimpath -ldflags=-s\ -w)
+for p in torch llm dist starpo; do
+	mkdir -p "$b/pkg/$p"
+	go test -c "${gof[@]}" -o "$b/pkg/$p/test" "./$p"
+	[[ -d $p/testdata ]] && cp -r "$p/testdata" "$b/pkg/$p/"
+	echo "gpu-bundle: $p test binary" >&2
 done
-CGO_LDFLAGS="-L$b/lib" go build -tags torchshared -ldflags=-s -o "$b/benchall" ./bench/cmd/benchall
-cp bench/*.py "$b/" 2>/dev/null || true
-cat >"$b/gpu-check.sh" <<'RUN'
-#!/usr/bin/env bash
-# Rebuilds the shim against this machine's PyTorch and runs the checks on CUDA.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-PYTHON=${PYTHON:-python3} "$here/build-shim.sh" "$here/lib" "$here/csrc" || exit 1
-# dist (c10d, NCCL with a CUDA torch); its NCCL check is dist's TestNCCL below
-PYTHON=${PYTHON:-python3} "$here/build-shim.sh" "$here/lib/dist" "$here/src/internal/dist/csrc" || exit 1
-mv "$here/lib/dist/libragen_torch.so" "$here/lib/libragen_dist.so"
-export LD_LIBRARY_PATH=$here/lib:$("${PYTHON:-python3}" -c 'import os,torch;print(os.path.dirname(torch.__file__)+"/lib")' 2>/dev/null)
-export RAGEN_TEST_DEVICE=${RAGEN_TEST_DEVICE:-cuda}
-rc=0
-for d in "$here"/pkg/*/; do
-	echo "== $(basename "$d")"
-	(cd "$d" && ./test -test.timeout 300s ${TESTFLAGS:-}) || rc=1
-done
-"$here/benchall" -dir "$here" || rc=1
-exit $rc
-RUN
-chmod +x "$b/gpu-check.sh"
-tar -C "$root" -czf "$root/.gpu-bundle.tar.gz" .gpu-bundle
-du -sh "$b" "$root/.gpu-bundle.tar.gz"
+go build "${gof[@]}" -o "$b/bin/ragen" ./cmd/ragen
+go build "${gof[@]}" -o "$b/bin/gpubench" ./bench/cmd/gpubench
+git rev-parse --short HEAD >"$b/COMMIT" 2>/dev/null || echo unknown >"$b/COMMIT"
+
+tar -C "$root" -cf - .gpu-bundle | xz -T0 -6 >"$out"
+size=$(stat -c %s "$out")
+du -sh "$b" >&2
+echo "gpu-bundle: wrote $out ($((size >> 20)) MiB of at most $((limit >> 20)) MiB)" >&2
+if ((size > limit)); then
+	echo "gpu-bundle: $out is $size bytes, over the $limit-byte limit (40 MiB): the GPU machine takes at most 64 MiB per call, checkout included" >&2
+	exit 1
+fi

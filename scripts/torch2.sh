@@ -121,6 +121,10 @@ setup() {
 # still inlines always_inline functions, and reports where it cannot (a
 # target attribute mismatch), which -fsyntax-only never does.
 check_shims() {
+	if [[ $(id -u) -ne 0 && -z ${CI:-} ]]; then
+		echo "torch2: check-shims skipped: the libtorch 2.x chroot needs root (CI runs it)" >&2
+		return 0
+	fi
 	setup
 	in_root bash -c '
 		set -u
