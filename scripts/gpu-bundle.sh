@@ -24,6 +24,7 @@ mkdir -p "$b/src/internal/torch/csrc" "$b/src/internal/dist/csrc" "$b/pkg" "$b/b
 cp "$root"/internal/torch/csrc/*.{cc,h,hpp} "$b/src/internal/torch/csrc/"
 cp "$root"/internal/dist/csrc/*.{cc,h,hpp} "$b/src/internal/dist/csrc/"
 cp "$root/scripts/build-shim.sh" "$root/scripts/gpu-check.sh" "$b/"
+chmod +x "$b/build-shim.sh" "$b/gpu-check.sh"
 cp "$root/bench/gpu_peer.py" "$root/bench/qwen_peer.py" "$b/bench/"
 
 # libraries to link against here (Debian's libtorch); gpu-check.sh rebuilds
