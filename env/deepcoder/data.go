@@ -75,23 +75,6 @@ func plainValue(v any) any {
 	return v
 }
 
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case *pyjson.Object:
-		return len(x.Keys) > 0
-	}
-	f, _ := pyjson.Float(v)
-	return f != 0
-}
-
 // row is one dataset row as Python sees it: values decoded in document
 // order, strings for parquet columns.
 type row struct {
@@ -117,10 +100,10 @@ func problemOf(r row) Problem {
 	if !found {
 		p.Question = r.repr()
 	}
-	if v, ok := r.get("starter_code"); ok && truthy(v) {
+	if v, ok := r.get("starter_code"); ok && pyjson.Truthy(v) {
 		p.StarterCode = pyStr(v)
 	}
-	if v, ok := r.get("solution"); ok && truthy(v) {
+	if v, ok := r.get("solution"); ok && pyjson.Truthy(v) {
 		p.Solution = pyStr(v)
 	} else if v, ok := r.get("solutions"); ok {
 		if s, ok := v.(string); ok {
@@ -141,7 +124,7 @@ func problemOf(r row) Problem {
 			case *pyjson.Object:
 				meta = o
 			default:
-				if err == nil && truthy(d) {
+				if err == nil && pyjson.Truthy(d) {
 					p.testsErr = fmt.Errorf("metadata is a JSON %s, not an object", pyjson.TypeName(d))
 				}
 			}
@@ -158,9 +141,9 @@ func problemOf(r row) Problem {
 	tests, hasTests := r.get("tests")
 	var raw any = "[]"
 	switch {
-	case hasGT && truthy(gt):
+	case hasGT && pyjson.Truthy(gt):
 		raw = gt
-	case hasTests && truthy(tests):
+	case hasTests && pyjson.Truthy(tests):
 		raw = tests
 		if !hasGT {
 			raw = preprocess(tests)
@@ -175,7 +158,7 @@ func problemOf(r row) Problem {
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		if truthy(raw) && p.testsErr == nil {
+		if pyjson.Truthy(raw) && p.testsErr == nil {
 			p.testsErr = fmt.Errorf("ground truth is a JSON %s, not a list", pyjson.TypeName(raw))
 		}
 		return p
@@ -236,7 +219,7 @@ func preprocess(v any) any {
 	if _, ok := v.([]any); ok {
 		return v
 	}
-	if !truthy(v) {
+	if !pyjson.Truthy(v) {
 		return []any{}
 	}
 	return []any{v}

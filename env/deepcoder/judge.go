@@ -10,6 +10,7 @@ import (
 
 	"ragen/env"
 	"ragen/env/deepcoder/sandbox"
+	"ragen/env/internal/pyjson"
 )
 
 // Evaluation is the outcome of one answer: upstream's (is_correct,
@@ -38,7 +39,7 @@ func Program(starter, code string) string {
 	if strings.Contains(body, "class Solution") {
 		header = ""
 	} else if strings.Contains(header, "class Solution") && strings.HasPrefix(body, "def ") {
-		lines := splitLines(body)
+		lines := pyjson.SplitLines(body)
 		for i, l := range lines {
 			if strings.TrimFunc(l, isPySpace) != "" {
 				lines[i] = "    " + l
@@ -55,33 +56,6 @@ func Program(starter, code string) string {
 		return header
 	}
 	return body
-}
-
-// splitLines is Python's str.splitlines().
-func splitLines(s string) []string {
-	var out []string
-	rs := []rune(s)
-	start := 0
-	for i := 0; i < len(rs); i++ {
-		switch rs[i] {
-		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
-		case '\r':
-			out = append(out, string(rs[start:i]))
-			if i+1 < len(rs) && rs[i+1] == '\n' {
-				i++
-			}
-			start = i + 1
-			continue
-		default:
-			continue
-		}
-		out = append(out, string(rs[start:i]))
-		start = i + 1
-	}
-	if start < len(rs) {
-		out = append(out, string(rs[start:]))
-	}
-	return out
 }
 
 // functional reports upstream's test kind: testtype exactly "functional"

@@ -82,33 +82,6 @@ type Theorem struct {
 
 var declKeywords = []string{"theorem", "lemma", "def", "example", "instance"}
 
-// splitLines is Python's str.splitlines().
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		switch rs[i] {
-		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
-		case '\r':
-			out = append(out, string(rs[start:i]))
-			if i+1 < len(rs) && rs[i+1] == '\n' {
-				i++
-			}
-			start = i + 1
-			continue
-		default:
-			continue
-		}
-		out = append(out, string(rs[start:i]))
-		start = i + 1
-	}
-	if start < len(rs) {
-		out = append(out, string(rs[start:]))
-	}
-	return out
-}
-
 func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
 
 func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
@@ -123,7 +96,7 @@ func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
 func SplitStatement(formal string) (imports, preamble, body string) {
 	var imp, pre, bod []string
 	started := false
-	for _, line := range splitLines(formal) {
+	for _, line := range pyjson.SplitLines(formal) {
 		s := pyStrip(line)
 		switch {
 		case started:
@@ -167,7 +140,7 @@ func theoremOf(i int, get func(string) (any, bool)) (Theorem, bool) {
 	}
 	t := Theorem{Name: fmt.Sprintf("hf_%d", i)}
 	for _, k := range []string{"name", "id"} {
-		if v, ok := get(k); ok && truthy(v) {
+		if v, ok := get(k); ok && pyjson.Truthy(v) {
 			t.Name = pyjson.Str(v)
 			break
 		}
@@ -177,23 +150,6 @@ func theoremOf(i int, get func(string) (any, bool)) (Theorem, bool) {
 	}
 	t.Imports, t.Preamble, t.Body = SplitStatement(f)
 	return t, true
-}
-
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case string:
-		return x != ""
-	case bool:
-		return x
-	case []any:
-		return len(x) > 0
-	case *pyjson.Object:
-		return len(x.Keys) > 0
-	}
-	f, _ := pyjson.Float(v)
-	return f != 0
 }
 
 // ReadJSONL reads JSON rows; rows without a usable formal_statement are
@@ -598,15 +554,15 @@ func (e *Env) ProofText(tactics []string) string {
 		imp = e.cfg.DefaultImports
 	}
 	if imp != "" {
-		lines = append(lines, splitLines(pyStrip(imp))...)
+		lines = append(lines, pyjson.SplitLines(pyStrip(imp))...)
 		lines = append(lines, "")
 	}
 	if th.Preamble != "" {
-		lines = append(lines, splitLines(th.Preamble)...)
+		lines = append(lines, pyjson.SplitLines(th.Preamble)...)
 		lines = append(lines, "")
 	}
 	if th.Body != "" {
-		lines = append(lines, splitLines(th.Body)...)
+		lines = append(lines, pyjson.SplitLines(th.Body)...)
 	}
 	for _, t := range tactics {
 		if pyStrip(t) != "" {

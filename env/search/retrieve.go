@@ -273,7 +273,7 @@ func resultEntries(v any, k int) ([]any, error) {
 		return nil, &searchError{fmt.Sprintf("'%s' object has no attribute 'get'", pyjson.TypeName(v))}
 	}
 	r, ok := o.Get("results")
-	if !ok || !truthy(r) {
+	if !ok || !pyjson.Truthy(r) {
 		return nil, nil
 	}
 	switch x := r.(type) {
@@ -314,24 +314,6 @@ func formatError(v any) string {
 		return "Unknown format code 'f' for object of type 'str'"
 	}
 	return fmt.Sprintf("unsupported format string passed to %s.__format__", pyjson.TypeName(v))
-}
-
-// truthy is Python's bool() of a decoded JSON value.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case []any:
-		return len(x) > 0
-	case *pyjson.Object:
-		return len(x.Keys) > 0
-	}
-	f, _ := pyjson.Float(v)
-	return f != 0
 }
 
 // errorText turns a request failure into upstream's observation text:
