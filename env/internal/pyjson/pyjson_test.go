@@ -78,7 +78,7 @@ func TestTypeNameAndFloat(t *testing.T) {
 }
 
 // TestSplitLinesAndTruthy: CPython's "a\r\nb\rc\x85d\n\ne\n".splitlines()
-// is ['a', 'b', 'c', 'd', ”, 'e']; "".splitlines() is []; bool() of
+// is a, b, c, d, an empty line, e; "".splitlines() is empty; bool() of
 // 0, "", [], {}, None, False is False, of "0", [0], 0.5, True is True.
 func TestSplitLinesAndTruthy(t *testing.T) {
 	got := SplitLines("a\r\nb\rc\u0085d\n\ne\n")
