@@ -51,8 +51,9 @@ var commands = []struct {
 			"  --out DIR              where the model is saved (default trainer.default_local_dir/sft,\n" +
 			"                         or checkpoints/sft)\n"},
 	{"demo", "train a tiny agent on the CPU from scratch (what make demo runs)",
-		"ragen demo  [--out DIR] [--quick] [key=value ...]",
-		"  --out DIR              where the run writes (default runs/demo; trainer.default_local_dir)\n" +
+		"ragen demo  [--out DIR] [--quick] [--cfg job] [key=value ...]",
+		"  --cfg job              print the composed, validated config and exit (-c)\n" +
+			"  --out DIR              where the run writes (default runs/demo; trainer.default_local_dir)\n" +
 			"  --quick                a short smoke run (fewer SFT and training steps, 32 validation envs)\n"},
 	{"view", "print the trajectories of a JSONL file as text",
 		"ragen view  FILE.jsonl [--max N]",
