@@ -34,6 +34,24 @@ oracle, each RUN_DIR's exported model (RUN_DIR/final), --model folders and
 the --base-url endpoint. Binding anywhere but loopback needs --token (or
 RAGEN_DASH_TOKEN).`
 
+// dashFlags is ragen dash --help's flag list.
+const dashFlags = `RUN_DIR is a training output folder (trainer.default_local_dir, e.g. runs/demo)
+or a folder of such folders (a sweep); an argument naming an existing folder is a
+RUN_DIR even with a "=" in it, any other key=value a config override for play.
+
+  --addr HOST:PORT       listen address (default 127.0.0.1:8090); anywhere but
+                         loopback needs --token
+  --token T              bearer token for every request (default $RAGEN_DASH_TOKEN)
+  --model DIR[,DIR...]   model folders the play page offers, besides each
+                         RUN_DIR/final and the oracle
+  --base-url URL         an OpenAI-compatible endpoint the play page offers
+  --api-model NAME       the model name it serves (required with --base-url)
+  --api-key-env VAR      environment variable holding its key
+  --config-name NAME     the config whose env tags play offers (default demo)
+  --config-path DIR      a folder of your own configs
+  --device D             cpu, cuda or cuda:N for play's models (default system.device, else cpu)
+`
+
 // dashArgs are the parsed flags of ragen dash.
 type dashArgs struct {
 	addr, token, device     string

@@ -52,9 +52,13 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	t, _, err := loadTree(append([]string{"--config-name", "demo"}, rest...), "demo")
+	t, a, err := loadTree(append([]string{"--config-name", "demo"}, rest...), "demo")
 	if err != nil {
 		return err
+	}
+	if a.Cfg != "" { // --cfg job: print the composed config, train nothing
+		fmt.Print(a.Print(t))
+		return nil
 	}
 	start := time.Now()
 	initTorch(t)

@@ -221,3 +221,17 @@ func TestEvalCapsAPIReplies(t *testing.T) {
 	assert.Less(t, len(raw), 1<<20)
 	assert.Equal(t, 1, strings.Count(string(raw), `"failure": `), "only the 50 MB body fails; the long text is cut")
 }
+
+// Every command has a help line, and every command in the help runs its
+// own --help.
+func TestHelpListsEveryCommand(t *testing.T) {
+	ctx := context.Background()
+	err := run(ctx, []string{"no-such-command"})
+	require.Error(t, err)
+	for _, c := range commands {
+		assert.Contains(t, usage, "  "+c.name+" ", c.name)
+		assert.Contains(t, err.Error(), c.name)
+		assert.NotEmpty(t, c.line, c.name)
+		require.NoError(t, run(ctx, []string{c.name, "--help"}), c.name)
+	}
+}

@@ -27,6 +27,19 @@ stopped and the error names the failed rank and why. Rank 0 serves the c10d stor
 MASTER_ADDR:MASTER_PORT (default 127.0.0.1 and, on one node, a free port).
 `
 
+// launchFlags is ragen launch --help's text after the usage line.
+const launchFlags = `Starts N local ranks of "ragen COMMAND ARGS..." with torchrun's environment
+(RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and
+supervises them: when one rank fails, the others are stopped and the error names it.
+
+  --nproc-per-node N     ranks on this node (required)
+  --nnodes M             nodes (default 1)
+  --node-rank R          this node's index, 0..M-1 (default 0): global ranks R*N .. R*N+N-1
+  --master-addr A        where rank 0 serves the c10d store (default 127.0.0.1)
+  --master-port P        its port (default: a free port on one node, 29500 on several)
+Flags end at the first argument that is not a flag, or at "--".
+`
+
 // launchOpts are `ragen launch`'s flags.
 type launchOpts struct {
 	nproc, nnodes, nodeRank int

@@ -1,23 +1,3 @@
-// Package cli is the ragen command line as a library: cmd/ragen is a
-// one-line main over Main, and a research program that registers its own
-// environments (env.Register), advantage estimators
-// (algo.RegisterEstimator) or memories and then calls Main is a ragen
-// binary that knows them, driven by the same YAML configs and overrides.
-//
-// ragen trains and evaluates LLM agents in multi-turn text environments
-// with StarPO, driven by upstream RAGEN's YAML configs:
-//
-//	ragen train --config-name _2_sokoban key=value +new_key=value
-//	ragen eval  --config-name eval [--policy model|api|oracle|random] key=value
-//	ragen sft   --config-name demo
-//	ragen demo
-//	ragen view  trajectories.jsonl
-//	ragen serve-envs --addr 127.0.0.1:8111
-//	ragen dash runs/demo
-//
-// Configs are upstream's key tree (config/base.yaml and one file per
-// experiment, embedded in the binary); --config-path DIR adds a directory of
-// your own. Every key is validated before any work starts.
 package cli
 
 import (
@@ -30,23 +10,76 @@ import (
 	"syscall"
 )
 
-const usage = `ragen: StarPO training and evaluation of LLM agents in multi-turn environments
+// commands lists every ragen command: its name, one line saying what it
+// does, its usage lines and the help its --help prints after them (flags
+// with their defaults).
+var commands = []struct {
+	name, line, usage, flags string
+}{
+	{"train", "train an agent with StarPO from a config; -m runs a sweep",
+		"ragen train [--config-name NAME] [--config-path DIR] [--cfg job] [--device D] [key=value ...]\n" +
+			"ragen train -m [--jobs N] [key=a,b,c ...] [hydra.sweep.dir=DIR]   (multirun, sweep summary)",
+		configFlags("base") + deviceFlag +
+			"  -m, --multirun         run every combination of the comma-separated values (a sweep)\n" +
+			"  --jobs N               runs of a sweep at once (default 1)\n"},
+	{"eval", "roll out a policy (model, API, oracle, random) on the validation envs",
+		"ragen eval  [--config-name NAME] [--policy model|api|oracle|random] [--out FILE] [--max-failures N] [key=value ...]",
+		configFlags("eval") + deviceFlag + strings.TrimPrefix(evalHelp, "\n")},
+	{"sft", "supervised fine-tuning on the envs' demonstrations (a warm-up)",
+		"ragen sft   [--config-name NAME] [--out DIR] [key=value ...]",
+		configFlags("demo") + deviceFlag +
+			"  --out DIR              where the model is saved (default trainer.default_local_dir/sft,\n" +
+			"                         or checkpoints/sft)\n"},
+	{"demo", "train a tiny agent on the CPU from scratch (what make demo runs)",
+		"ragen demo  [--out DIR] [--quick] [--cfg job] [key=value ...]",
+		"  --cfg job              print the composed, validated config and exit (-c)\n" +
+			"  --out DIR              where the run writes (default runs/demo; trainer.default_local_dir)\n" +
+			"  --quick                a short smoke run (fewer SFT and training steps, 32 validation envs)\n"},
+	{"view", "print the trajectories of a JSONL file as text",
+		"ragen view  FILE.jsonl [--max N]",
+		"  --max N                print at most N trajectories (default all)\n"},
+	{"serve-envs", "serve every registered environment over HTTP",
+		"ragen serve-envs [--addr 127.0.0.1:8111] [--token T] [--allow-dir DIR] [--max-envs N] [--idle-timeout 10m]",
+		serveEnvsHelp},
+	{"plot", "PNG plots of gradient analysis, reward distribution or reward matrix",
+		"ragen plot  grad-analysis|reward-dist|reward-matrix FILE.jsonl... [--out DIR]",
+		"  --out DIR              where the plots go (default: a folder next to the first file:\n" +
+			"                         gradient_analysis, reward_dist or reward_matrix)\n"},
+	{"visualize", "browse a trajectory file as web pages",
+		"ragen visualize FILE.jsonl [--addr 127.0.0.1:8000]",
+		"  --addr HOST:PORT       listen address (default 127.0.0.1:8000)\n"},
+	{"dash", "web dashboard of run folders: metrics, trajectories, RAGEN-2, live play",
+		"ragen dash  [--addr 127.0.0.1:8090] [--token T] [--model DIR] RUN_DIR... [key=value ...]",
+		dashFlags},
+	{"launch", "start N local ranks of a ragen command, as torchrun does",
+		"ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND ...",
+		launchFlags},
+	{"version", "print the version, the libtorch build and whether CUDA is available",
+		"ragen version", ""},
+}
 
-usage:
-  ragen train [--config-name NAME] [--config-path DIR] [--cfg job] [key=value ...]
-  ragen train -m [--jobs N] [key=a,b,c ...] [hydra.sweep.dir=DIR]   (multirun, sweep summary)
-  ragen eval  [--config-name NAME] [--policy model|api|oracle|random] [--out FILE] [--max-failures N] [key=value ...]
-  ragen sft   [--config-name NAME] [key=value ...]
-  ragen demo  [--out DIR] [--quick]
-  ragen view  FILE.jsonl [--max N]
-  ragen serve-envs [--addr 127.0.0.1:8111] [--token T] [--allow-dir DIR] [--max-envs N] [--idle-timeout 10m]
-  ragen plot  grad-analysis|reward-dist|reward-matrix FILE.jsonl... [--out DIR]
-  ragen visualize FILE.jsonl [--addr 127.0.0.1:8000]
-  ragen dash  [--addr 127.0.0.1:8090] [--token T] [--model DIR] RUN_DIR...
-  ragen launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P] COMMAND ...
-  ragen version
+// configFlags is the help of the config flags every config-driven command
+// takes; def is the config it loads without --config-name.
+func configFlags(def string) string {
+	return "  --config-name NAME     the config to load (default " + def + "; -cn)\n" +
+		"  --config-path DIR      a folder of your own configs, searched before the embedded ones (-cp)\n" +
+		"  --cfg job              print the composed, validated config and exit (-c)\n"
+}
 
-Every command takes --help. Overrides use upstream's Hydra syntax: a.b=1 (key must exist), +a.b=1 (new key),
+const deviceFlag = "  --device D             cpu, cuda or cuda:N (default system.device, else cpu)\n"
+
+// usage is what `ragen` and `ragen help` print: one line per command.
+var usage = func() string {
+	var b strings.Builder
+	b.WriteString("ragen: StarPO training and evaluation of LLM agents in multi-turn environments\n\nusage: ragen COMMAND [ARGS...]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.line)
+	}
+	b.WriteString("\n`ragen COMMAND --help` lists a command's flags with their defaults.\n" + overridesHelp)
+	return b.String()
+}()
+
+const overridesHelp = `Overrides use upstream's Hydra syntax: a.b=1 (key must exist), +a.b=1 (new key),
 ++a.b=1 (add or replace), ~a.b (delete). Unknown keys name the nearest valid key.
 `
 
@@ -162,25 +195,37 @@ func wantsHelp(cmd string, rest []string) bool {
 	return false
 }
 
-// commandHelp prints the usage line of cmd from the usage text and, for
-// the commands with a flag set of their own, its flags.
+// commandHelp prints cmd's usage lines, what it does and its flags.
 func commandHelp(cmd string) {
-	for _, line := range strings.Split(usage, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "ragen "+cmd+" ") || strings.TrimSpace(line) == "ragen "+cmd {
-			fmt.Println("usage:\n" + line)
+	for _, c := range commands {
+		if c.name != cmd {
+			continue
+		}
+		fmt.Printf("usage:\n  %s\n\n%s.\n", strings.ReplaceAll(c.usage, "\n", "\n  "), capitalize(c.line))
+		if c.flags != "" {
+			fmt.Print("\n" + strings.TrimPrefix(c.flags, "\n"))
+		}
+		if cmd != "version" && cmd != "view" && cmd != "visualize" && cmd != "plot" && cmd != "launch" {
+			fmt.Print("\n" + overridesHelp)
 		}
 	}
-	if h, ok := extraHelp[cmd]; ok {
-		fmt.Print(h)
-	}
-	fmt.Print(usage[strings.Index(usage, "Overrides use"):])
 }
 
-// extraHelp is per-command detail beyond the usage line.
-var extraHelp = map[string]string{
-	"serve-envs": serveEnvsHelp,
-	"eval":       evalHelp,
-	"demo":       "\n  --out DIR   where the run writes (trainer.default_local_dir)\n  --quick     a short smoke run (fewer SFT and training steps, 32 validation envs)\n\n",
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// isCommand reports whether name is one of the commands.
+func isCommand(name string) bool {
+	for _, c := range commands {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func run(ctx context.Context, args []string) error {
@@ -189,7 +234,7 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
-	if strings.Contains(usage, "  ragen "+cmd+" ") && wantsHelp(cmd, rest) {
+	if isCommand(cmd) && wantsHelp(cmd, rest) {
 		commandHelp(cmd)
 		return nil
 	}
@@ -221,5 +266,9 @@ func run(ctx context.Context, args []string) error {
 		fmt.Print(usage)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (valid: train, eval, sft, demo, view, serve-envs, plot, visualize, dash, launch, version)", cmd)
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return fmt.Errorf("unknown command %q (valid: %s)", cmd, strings.Join(names, ", "))
 }

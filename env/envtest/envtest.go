@@ -1,6 +1,3 @@
-// Package envtest replays reference episodes recorded from upstream's
-// Python environments against ragen's envs, byte for byte. The env
-// packages' tests use it with their testdata/*_reference.json files.
 package envtest
 
 import (
