@@ -149,8 +149,14 @@ type rankExit struct {
 
 // launchRanks runs argv as o.nproc local ranks and waits for all of them.
 // The first rank to fail stops the rest (SIGTERM, then SIGKILL after
-// o.grace); the error names it and why. Cancelling ctx stops every rank.
+// o.grace); the error names it and why. Cancelling ctx stops every rank,
+// and the error wraps ctx's cause. A launcher that dies (even by SIGKILL)
+// takes its ranks with it: they get SIGKILL as their parent-death signal.
 func launchRanks(ctx context.Context, o launchOpts, argv []string) error {
+	// A rank's parent-death signal fires when the thread that started it
+	// ends: keep this goroutine on one thread until the ranks are done.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	world := o.nnodes * o.nproc
 	threads := max(1, runtime.NumCPU()/o.nproc)
 	cmds := make([]*exec.Cmd, o.nproc)
@@ -160,6 +166,7 @@ func launchRanks(ctx context.Context, o launchOpts, argv []string) error {
 		c := exec.Command(argv[0], argv[1:]...)
 		c.Stdin = nil
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		c.SysProcAttr = rankProcAttr() // ranks die with a killed launcher
 		c.Env = append(os.Environ(),
 			"RANK="+strconv.Itoa(rank), "WORLD_SIZE="+strconv.Itoa(world),
 			"LOCAL_RANK="+strconv.Itoa(l), "LOCAL_WORLD_SIZE="+strconv.Itoa(o.nproc),
@@ -207,7 +214,8 @@ func launchRanks(ctx context.Context, o launchOpts, argv []string) error {
 			}
 		case <-ctx.Done():
 			if cancelled == nil {
-				cancelled = ctx.Err()
+				// the cause names the signal (Main: 128+signal)
+				cancelled = fmt.Errorf("launch: %w; the %d local rank(s) were stopped", context.Cause(ctx), o.nproc)
 				stop()
 			}
 		}

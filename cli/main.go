@@ -52,26 +52,79 @@ Every command takes --help. Overrides use upstream's Hydra syntax: a.b=1 (key mu
 
 // Main runs the ragen command line on args (without the program name) and
 // returns the process exit code: 0, 1 on an error (printed to stderr with
-// one "ragen:" prefix), 130 when interrupted. SIGINT and SIGTERM cancel the
-// running command. A program that registers its own environments, reward
-// estimators or losses and then calls Main is a ragen binary that knows
-// them:
+// one "ragen:" prefix), 128 plus the signal's number when a signal stopped
+// it (130 for SIGINT, 143 for SIGTERM; the message names the signal).
+// SIGINT and SIGTERM cancel the running command; one that stops cleanly
+// on them (serve-envs) returns 0. A program that registers its own
+// environments, reward estimators or losses and then calls Main is a ragen
+// binary that knows them:
 //
 //	func main() {
 //		env.Register("my_env", newMyEnv)
 //		os.Exit(cli.Main(os.Args[1:]))
 //	}
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
-	if err := Run(ctx, args); err != nil {
-		fmt.Fprintln(os.Stderr, errorLine(err))
-		if errors.Is(err, context.Canceled) {
-			return 130
-		}
-		return 1
+	err := Run(ctx, args)
+	if err == nil {
+		return 0
 	}
-	return 0
+	code, msg := exitCode(ctx, err)
+	fmt.Fprintln(os.Stderr, msg)
+	return code
+}
+
+// signalError is the cause of a context cancelled by a signal; it is a
+// context.Canceled.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string {
+	name := map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[e.sig]
+	if name == "" {
+		name = e.sig.String()
+	}
+	return "stopped by " + name
+}
+
+func (e *signalError) Unwrap() error { return context.Canceled }
+
+// signalContext is signal.NotifyContext for SIGINT and SIGTERM whose
+// cause (context.Cause) is a *signalError naming the signal. Signals stay
+// caught until stop.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			sig, _ := s.(syscall.Signal)
+			cancel(&signalError{sig: sig})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(nil)
+	}
+}
+
+// exitCode is Main's exit code and message for err: a cancellation caused
+// by a signal exits 128+signal and says which.
+func exitCode(ctx context.Context, err error) (int, string) {
+	msg := errorLine(err)
+	if !errors.Is(err, context.Canceled) {
+		return 1, msg
+	}
+	var se *signalError
+	if errors.As(err, &se) {
+		return 128 + int(se.sig), msg
+	}
+	if errors.As(context.Cause(ctx), &se) {
+		return 128 + int(se.sig), msg + " (" + se.Error() + ")"
+	}
+	return 130, msg
 }
 
 // Run runs one ragen command (train, eval, sft, demo, view, serve-envs,

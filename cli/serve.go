@@ -29,7 +29,8 @@ ragen/env/httpenv) until SIGINT/SIGTERM, which stop it within
   --idle-timeout D         close envs idle this long (default 10m; negative: never)
   --max-memory N           Go heap cap: creates/resets answered 503 above it (default 8GiB)
   --max-env-memory N       what one create/reset/step may allocate (default 1GiB)
-  --max-conns N            open connection cap (default 512)
+  --max-conns N            open connection cap (default 512); at the cap a new client takes
+                           the place of the longest-idle connection
   --read-timeout D         to read a request, headers and body (default 10s)
   --write-timeout D        to handle a request and write the reply (default 5m)
   --conn-idle-timeout D    keep-alive connection idle limit (default 2m)

@@ -38,6 +38,7 @@ type job struct {
 	logger  track.Logger
 	jsonl   string
 	outDir  string
+	lock    *runLock // this process's hold on outDir (runlock.go)
 	trainer *starpo.Trainer
 }
 
@@ -66,6 +67,7 @@ func (j *job) close() {
 	if j.model != nil {
 		j.model.Close()
 	}
+	j.lock.release()
 }
 
 // libraryConfigs maps the key tree onto the library packages' configs and
@@ -130,6 +132,20 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 	if j.rc, j.sc, j.fc, j.cc, err = libraryConfigs(t); err != nil {
 		return nil, err
 	}
+	// The run folder is this process's before any slow or writing work.
+	j.outDir = j.sc.Trainer.DefaultLocalDir
+	if j.outDir == "" {
+		j.outDir = filepath.Join("checkpoints", j.sc.Trainer.ProjectName, j.sc.Trainer.ExperimentName)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			j.close()
+		}
+	}()
+	if j.lock, err = lockRunDir(j.outDir, worldRank()); err != nil {
+		return nil, err
+	}
 	if j.model == nil {
 		opt, err := modelOptions(t, deviceFlag)
 		if err != nil {
@@ -150,12 +166,6 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 				j.model.ComputeDType(), mo.DType, autoComputeWhy(mo), mo.DType, mo.DType)
 		}
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			j.close()
-		}
-	}()
 	if t.Has("lora.rank") {
 		if r, _ := t.Int("lora.rank"); r > 0 {
 			lc := llm.LoRAConfig{Rank: r}
@@ -186,10 +196,6 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 	policy := llmpolicy.New(j.model, j.tok, llmpolicy.Options{Seed: uint64(j.sc.Seed.Train)})
 	if j.proxy, err = ragen.NewAgentProxy(j.rc, j.tok, ragen.DefaultProvider(), policy); err != nil {
 		return nil, err
-	}
-	j.outDir = j.sc.Trainer.DefaultLocalDir
-	if j.outDir == "" {
-		j.outDir = filepath.Join("checkpoints", j.sc.Trainer.ProjectName, j.sc.Trainer.ExperimentName)
 	}
 	opts := track.Options{Project: j.sc.Trainer.ProjectName, Experiment: j.sc.Trainer.ExperimentName,
 		Dir: j.outDir, JSONLPath: filepath.Join(j.outDir, "metrics.jsonl"), TensorBoardDir: filepath.Join(j.outDir, "tensorboard"),

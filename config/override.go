@@ -50,7 +50,9 @@ func overrideErr(input, format string, args ...any) error {
 // ++key=value, ~key, ~key=value. Values are typed as Hydra types them: int, float
 // (1e-6, inf, nan), bool (true/false, any case), null, quoted strings, lists [a,b],
 // dicts {k:v}; anything else is a string (outer whitespace trimmed). A top-level
-// comma (a sweep, x=1,2) is an error: quote it or use a list.
+// comma (a sweep, x=1,2) is an error: quote it or use a list. One exception: a
+// device list for a key named *_VISIBLE_DEVICES (system.CUDA_VISIBLE_DEVICES=0,1,
+// what bash leaves of ="0,1") is that string, since such a key holds nothing else.
 func ParseOverride(s string) (Override, error) {
 	ov := Override{Input: s}
 	if !utf8.ValidString(s) {
@@ -87,7 +89,7 @@ func ParseOverride(s string) (Override, error) {
 		return ov, nil
 	}
 	ov.HasValue = true
-	p := &valueParser{s: val, input: s}
+	p := &valueParser{s: val, input: s, key: key}
 	v, err := p.parseTop()
 	if err != nil {
 		return ov, err
@@ -100,7 +102,19 @@ type valueParser struct {
 	s     string
 	pos   int
 	input string
+	key   string
 	depth int
+}
+
+// deviceList is a comma-separated list of device ids (indices, GPU-/MIG-
+// UUIDs) as CUDA_VISIBLE_DEVICES takes them.
+var deviceList = regexp.MustCompile(`^[A-Za-z0-9_:.-]+(\s*,\s*[A-Za-z0-9_:.-]+)+$`)
+
+// isDeviceListKey names keys whose value is a device list
+// (system.CUDA_VISIBLE_DEVICES, and HIP_/ROCR_/... alike).
+func isDeviceListKey(key string) bool {
+	leaf := key[strings.LastIndex(key, ".")+1:]
+	return strings.HasSuffix(strings.ToUpper(leaf), "_VISIBLE_DEVICES")
 }
 
 func (p *valueParser) errf(format string, args ...any) error {
@@ -121,6 +135,9 @@ func (p *valueParser) parseTop() (any, error) {
 	p.skipWS()
 	if p.pos < len(p.s) {
 		if p.s[p.pos] == ',' {
+			if v := strings.TrimSpace(p.s); isDeviceListKey(p.key) && deviceList.MatchString(v) {
+				return v, nil
+			}
 			return nil, p.errf("ambiguous value (a sweep): to use a list write key=[a,b]; to use a string quote it: key='a,b'; for a sweep run ragen train -m (Hydra multirun)")
 		}
 		return nil, p.errf("unexpected %q at offset %d", p.s[p.pos], p.pos)

@@ -81,8 +81,10 @@
 // each env package's Validate. Options.MaxEnvBytes and MaxMemoryBytes cap
 // what one call may allocate and the whole heap. Serve applies read, write
 // and keep-alive timeouts and a connection cap (slow or stalled clients
-// are cut), and on ctx's end returns within about twice
-// Options.ShutdownTimeout even when an env call never returns. With
+// are cut; at the cap the longest-idle connection makes way for a new one,
+// and a request without the token gets no keep-alive), and on ctx's end
+// returns within about twice Options.ShutdownTimeout even when an env
+// call never returns. With
 // Options.Token every call but health needs "Authorization: Bearer TOKEN";
 // Config.Token (or RAGEN_ENV_TOKEN) makes the client send it.
 //

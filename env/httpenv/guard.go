@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // TokenEnv is the environment variable holding the bearer token, read by
@@ -223,50 +224,164 @@ func allocBytes() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// limitListener accepts at most n connections at once; further ones wait
-// in the kernel backlog until one closes.
+// limitListener accepts at most n connections at once. When all n are
+// open, a new connection gets the slot of the one idle the longest:
+// between keep-alive requests, or connected and silent for more than
+// newGrace. With none idle, Accept waits (holding the one new connection)
+// until a connection closes or turns idle, so busy clients are never cut
+// and idle ones cannot lock the server.
 type limitListener struct {
 	net.Listener
-	sem       chan struct{}
+	n         int
+	newGrace  time.Duration
 	done      chan struct{}
 	closeOnce sync.Once
+	wake      chan struct{} // a connection closed or went idle
+
+	mu    sync.Mutex
+	conns map[*limitConn]struct{}
 }
 
+// defaultNewGrace is how long a connection may stay silent after
+// connecting before it may be shed for a new one at the cap.
+const defaultNewGrace = time.Second
+
 func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
+	return &limitListener{Listener: l, n: n, newGrace: defaultNewGrace, done: make(chan struct{}),
+		wake: make(chan struct{}, 1), conns: map[*limitConn]struct{}{}}
 }
 
 // Close closes the listener, also ending an Accept waiting for a slot.
+// Later calls do nothing and return nil (http.Server.Shutdown closes the
+// listener it serves; a second close must not turn into an error).
 func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.done)
+		err = l.Listener.Close()
+	})
+	return err
 }
 
 // Open reports the connections open now.
-func (l *limitListener) Open() int { return len(l.sem) }
+func (l *limitListener) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+func (l *limitListener) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.sem
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+	for {
+		now := time.Now()
+		l.mu.Lock()
+		if len(l.conns) < l.n {
+			lc := &limitConn{Conn: c, l: l, state: http.StateNew, since: now}
+			l.conns[lc] = struct{}{}
+			l.mu.Unlock()
+			return lc, nil
+		}
+		victim, wait := l.idlest(now)
+		l.mu.Unlock()
+		if victim != nil {
+			victim.Close()
+			continue
+		}
+		var timeout <-chan time.Time
+		var t *time.Timer
+		if wait > 0 {
+			t = time.NewTimer(wait)
+			timeout = t.C
+		}
+		closed := false
+		select {
+		case <-l.wake:
+		case <-timeout:
+		case <-l.done:
+			closed = true
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if closed {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+// idlest returns the connection to shed for a new one: the one idle
+// between requests the longest, else the one silent since it connected
+// the longest, past newGrace. With none, wait is when the next silent one
+// passes newGrace (0: none will). l.mu is held.
+func (l *limitListener) idlest(now time.Time) (victim *limitConn, wait time.Duration) {
+	var idle, silent *limitConn
+	for c := range l.conns {
+		switch c.state {
+		case http.StateIdle:
+			if idle == nil || c.since.Before(idle.since) {
+				idle = c
+			}
+		case http.StateNew:
+			if silent == nil || c.since.Before(silent.since) {
+				silent = c
+			}
+		}
+	}
+	switch {
+	case idle != nil:
+		return idle, 0
+	case silent == nil:
+		return nil, 0
+	case now.Sub(silent.since) >= l.newGrace:
+		return silent, 0
+	}
+	return nil, l.newGrace - now.Sub(silent.since)
+}
+
+// connState is the http.Server's ConnState hook: it records what each
+// connection is doing, for idlest.
+func (l *limitListener) connState(c net.Conn, s http.ConnState) {
+	lc, ok := c.(*limitConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	if _, open := l.conns[lc]; open && s != http.StateClosed {
+		lc.state, lc.since = s, time.Now()
+	}
+	l.mu.Unlock()
+	if s == http.StateIdle {
+		l.signal()
+	}
 }
 
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l    *limitListener
+	once sync.Once
+	// guarded by l.mu
+	state http.ConnState
+	since time.Time
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		c.l.signal()
+	})
 	return err
 }

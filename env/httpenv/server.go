@@ -62,8 +62,11 @@ type Options struct {
 	// that overlap count each other's (conservative). 0 means
 	// DefaultMaxEnvBytes; negative, no cap.
 	MaxEnvBytes int64
-	// MaxConns caps the open connections of Serve; further clients wait
-	// in the listen backlog. 0 means DefaultMaxConns.
+	// MaxConns caps the open connections of Serve. At the cap a new
+	// client takes the place of the connection idle the longest (between
+	// keep-alive requests, or silent for a second since it connected);
+	// with none idle it waits in the listen backlog. Replies to requests
+	// without the token close their connection. 0 means DefaultMaxConns.
 	MaxConns int
 	// ReadTimeout bounds reading a request (headers and body), WriteTimeout
 	// the handling and reply, ConnIdleTimeout a keep-alive connection
@@ -198,7 +201,13 @@ func NewServerChecked(opts Options) (*Server, error) {
 // ServeHTTP implements http.Handler. Unknown routes are answered 404 and
 // method mismatches 405, with JSON errors like every other failure.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !authorized(r, s.opts.Token) && !(r.Method == http.MethodGet && r.URL.Path == "/v1/health") {
+	authed := authorized(r, s.opts.Token)
+	if !authed {
+		// No keep-alive without the token: idle unauthenticated
+		// connections would hold the connection cap.
+		w.Header().Set("Connection", "close")
+	}
+	if !authed && !(r.Method == http.MethodGet && r.URL.Path == "/v1/health") {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ragen-envs"`)
 		writeError(w, http.StatusUnauthorized, "httpenv: missing or wrong bearer token (set token in the http env's config, or "+TokenEnv+")")
 		return
@@ -793,13 +802,14 @@ func Serve(ctx context.Context, ln net.Listener, opts Options) error {
 	}
 	ll := newLimitListener(ln, o.MaxConns)
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: min(10*time.Second, o.ReadTimeout), ReadTimeout: o.ReadTimeout,
-		WriteTimeout: o.WriteTimeout, IdleTimeout: o.ConnIdleTimeout, MaxHeaderBytes: 64 << 10}
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.ConnIdleTimeout, MaxHeaderBytes: 64 << 10, ConnState: ll.connState}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ll) }()
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
-		ll.Close()
+		// Shutdown closes the listener (once: closing it here as well
+		// made Shutdown fail with "use of closed network connection").
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
 		err = hs.Shutdown(sctx)
 		cancel()

@@ -8,7 +8,9 @@
 # builds a new root on a tmpfs (read-only binds of /usr and the library
 # dirs, a few device nodes, an empty /work and /tmp), pivots into it,
 # detaches the host tree, and drops every capability before any untrusted
-# code runs. In mode "weak" (no namespaces) it only applies rlimits.
+# code runs. In mode "weak" (no namespaces) it only applies rlimits. In both
+# modes it first closes every inherited descriptor but 0-3, and a seccomp
+# filter refuses memfd_create and System V shared memory and queues.
 #
 # Each test runs in a forked child with rlimits (CPU, address space, file
 # size, process count, open files), its stdout and stderr captured through
@@ -21,6 +23,20 @@ import ctypes, json, os, select, signal, sys, time
 MODE = sys.argv[1]
 LIM = json.loads(sys.argv[2])
 REPORT = 3
+
+
+def close_inherited_fds():
+    # First of all: close every descriptor but stdin, stdout, stderr and the
+    # report pipe. The host may hold files, directories and sockets without
+    # close-on-exec (libtorch, Gloo); none may reach the program.
+    try:
+        top = max(int(n) for n in os.listdir("/proc/self/fd"))
+    except (OSError, ValueError):
+        top = os.sysconf("SC_OPEN_MAX")
+    os.closerange(REPORT + 1, top + 1)
+
+
+close_inherited_fds()
 
 
 def report(obj):
@@ -67,6 +83,20 @@ def bind_ro(src, dst):
     mount(None, dst, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | locked_flags(src))
 
 
+def limit_sysv_ipc():
+    # System V shared memory and message queues live outside every
+    # process's address space and resident memory, so neither RLIMIT_AS nor
+    # the memory cap sees them: allow none in this IPC namespace. Best
+    # effort (a container's /proc/sys may be read-only); seccomp refuses
+    # the calls as well.
+    for k in ("shmmax", "shmall", "shmmni", "msgmni"):
+        try:
+            with open("/proc/sys/kernel/" + k, "w") as f:
+                f.write("0")
+        except OSError:
+            pass
+
+
 def build_root():
     root = os.getcwd()  # the fresh, empty host directory made for this run
     mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -87,10 +117,19 @@ def build_root():
     for dev in ("null", "zero", "random", "urandom"):
         open("dev/" + dev, "w").close()
         mount("/dev/" + dev, "dev/" + dev, None, MS_BIND)
+    limit_sysv_ipc()
     try:
         mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError:
         pass  # a masked host /proc forbids a new one; Python does not need it
+    else:
+        # The namespace's root user may write its IPC namespace's sysctls
+        # without any capability: /proc/sys must be read-only.
+        try:
+            bind_ro("proc/sys", "proc/sys")
+        except OSError as e:
+            if libc.umount2(b"proc", 2) != 0:
+                fail("read-only /proc/sys: %s; umount /proc: %s" % (e, os.strerror(ctypes.get_errno())))
     SYS_pivot_root = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
     if SYS_pivot_root is None:
         fail("unsupported machine " + os.uname().machine)
@@ -129,6 +168,44 @@ def drop_privileges():
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
+class SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+
+# audit arch, and the numbers of memfd_create, shmget, shmat, msgget
+SECCOMP_ARCH = {"x86_64": (0xC000003E, (319, 29, 30, 68)), "aarch64": (0xC00000B7, (279, 194, 196, 186))}
+
+
+def refuse_shared_memory():
+    # A seccomp filter makes memfd_create, shmget, shmat and msgget fail
+    # with EPERM: their memory is counted by no process (an unmapped memfd
+    # is not resident anywhere). /dev/shm does not exist in the new root,
+    # and /tmp and /work are size-capped tmpfs mounts. Calls of another ABI
+    # (i386 via int 0x80, x32) fail with ENOSYS.
+    arch = SECCOMP_ARCH.get(os.uname().machine)
+    if arch is None:
+        fail("seccomp: unsupported machine " + os.uname().machine)
+    audit, nrs = arch
+    LD_W_ABS, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+    ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    n = len(nrs)
+    prog = [(LD_W_ABS, 0, 0, 4), (JEQ, 1, 0, audit), (RET, 0, 0, ENOSYS),
+            (LD_W_ABS, 0, 0, 0), (JGE, n + 1, 0, 0x40000000)]
+    prog += [(JEQ, n - i, 0, nr) for i, nr in enumerate(nrs)]
+    prog += [(RET, 0, 0, ALLOW), (RET, 0, 0, EPERM)]
+    filt = (SockFilter * len(prog))(*[SockFilter(*p) for p in prog])
+    fprog = SockFprog(len(prog), filt)
+    PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        fail("no_new_privs: " + os.strerror(ctypes.get_errno()))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        fail("seccomp: " + os.strerror(ctypes.get_errno()))
+
+
 def set_limits(cpu_s):
     import resource as R
     lims = [(R.RLIMIT_CPU, cpu_s), (R.RLIMIT_AS, LIM["memory_bytes"]), (R.RLIMIT_FSIZE, LIM["file_bytes"]),
@@ -145,22 +222,25 @@ if MODE == "ns":
     drop_privileges()
 elif MODE != "weak":
     fail("unknown mode " + MODE)
+refuse_shared_memory()
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
-PAGE = os.sysconf("SC_PAGE_SIZE")
 HAVE_PROC = MODE == "ns" and os.path.exists("/proc/self/statm")
 
 
 def sandbox_rss():
-    """Resident anonymous memory of every process of the namespace but the
-    runner (PID 1): RLIMIT_AS bounds one process, this bounds them all."""
+    """Resident anonymous and shared memory (MAP_SHARED|MAP_ANONYMOUS) of
+    every process of the namespace but the runner (PID 1): RLIMIT_AS bounds
+    one process, this bounds them all. A shared page mapped by several
+    processes counts for each."""
     total = 0
     for n in os.listdir("/proc"):
         if n.isdigit() and n != "1":
             try:
-                with open("/proc/%s/statm" % n) as f:
-                    parts = f.read().split()
-                total += (int(parts[1]) - int(parts[2])) * PAGE
+                with open("/proc/%s/status" % n, "rb") as f:
+                    for line in f:
+                        if line.startswith((b"RssAnon:", b"RssShmem:")):
+                            total += int(line.split()[1]) * 1024
             except (OSError, ValueError, IndexError):
                 pass
     return total

@@ -9,12 +9,22 @@
 // (null, zero, random, urandom), and empty writable /work and /tmp tmpfs
 // mounts; it pivots into it, detaches the host tree and drops every
 // capability (no_new_privs). The network namespace has only a down
-// loopback. Each test runs in a forked child under rlimits (CPU seconds,
+// loopback. Shared memory that no process's resident memory shows cannot
+// be made: the IPC namespace allows no System V segments or queues (its
+// limits are 0 and /proc/sys is read-only), and a seccomp filter, in both
+// modes, refuses memfd_create, shmget, shmat and msgget; there is no
+// /dev/shm. Each test runs in a forked child under rlimits (CPU seconds,
 // address space, file size, process count, open files) with its stdout
 // and stderr captured up to Config.OutputBytes. The whole run has a
 // wall-clock limit (Config.Timeout, upstream's 3 s for all tests); Go
 // kills the namespace's PID 1, and so every process in it, when the
 // limit plus a setup allowance passes or ctx ends.
+//
+// The runner gets only stdin, stdout, stderr and its report pipe: before
+// the exec every other descriptor of the calling process is marked
+// close-on-exec (C libraries such as libtorch and Gloo leave files and
+// sockets without it), and the runner closes any extra one again as its
+// first act.
 //
 // Expected outputs never enter the sandbox: the runner reports what each
 // test printed or returned and Go judges it (Judge), so a program cannot
@@ -72,9 +82,9 @@ type Config struct {
 	Mode    string        // ModeNamespaces or ModeUnsafeRlimitsOnly
 	Timeout time.Duration // wall-clock budget of all tests of one Run (upstream: 3 s)
 	// MemoryBytes is RLIMIT_AS of each test process and, in namespace
-	// mode, the budget of resident memory of all of a test's processes
-	// together (checked every 10 ms): a fork bomb of allocators cannot
-	// multiply it.
+	// mode, the budget of resident memory (anonymous and shared) of all of
+	// a test's processes together (checked every 10 ms): a fork bomb of
+	// allocators cannot multiply it.
 	MemoryBytes int64
 	FileBytes   int64 // RLIMIT_FSIZE
 	TmpfsBytes  int64 // size of each of the root, /work and /tmp tmpfs mounts
@@ -169,6 +179,10 @@ type Sandbox struct {
 
 	probeOnce sync.Once
 	probeErr  error
+
+	// keepHostFDs skips markHostFDsCloseOnExec, so tests can check that
+	// the runner's own closing holds alone.
+	keepHostFDs bool
 }
 
 // New checks the config and the interpreter.
@@ -288,6 +302,13 @@ func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
 		return Report{}, fmt.Errorf("sandbox: %w", err)
 	}
 	cmd.ExtraFiles = []*os.File{rw}
+	if !s.keepHostFDs {
+		if err := markHostFDsCloseOnExec(); err != nil {
+			rr.Close()
+			rw.Close()
+			return Report{}, err
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		rr.Close()
 		rw.Close()
