@@ -38,6 +38,7 @@ usage:
   ragen eval  [--config-name NAME] [--policy model|api|oracle|random] [--out FILE] [--max-failures N] [key=value ...]
   ragen sft   [--config-name NAME] [key=value ...]
   ragen demo  [--out DIR] [--quick]
+  ragen demo ragen2 [--out DIR] [--quick]   (RAGEN-2: filter vs no filter, collapse diagnostics)
   ragen view  FILE.jsonl [--max N]
   ragen serve-envs [--addr 127.0.0.1:8111] [--token T] [--allow-dir DIR] [--max-envs N] [--idle-timeout 10m]
   ragen plot  grad-analysis|reward-dist|reward-matrix FILE.jsonl... [--out DIR]
@@ -180,7 +181,10 @@ func commandHelp(cmd string) {
 var extraHelp = map[string]string{
 	"serve-envs": serveEnvsHelp,
 	"eval":       evalHelp,
-	"demo":       "\n  --out DIR   where the run writes (trainer.default_local_dir)\n  --quick     a short smoke run (fewer SFT and training steps, 32 validation envs)\n\n",
+	"demo": "\n  --out DIR   where the run writes (trainer.default_local_dir)\n  --quick     a short smoke run (fewer SFT and training steps, 32 validation envs)\n" +
+		"  ragen2      the RAGEN-2 demo (config/demo_ragen2.yaml): SFT on input-dependent reasoning, then one sweep of\n" +
+		"              two StarPO runs (no filter; top_p 0.9 on reward variance) with the collapse diagnostics on;\n" +
+		"              writes DIR/ragen2.png, DIR/ragen2.md and the runs DIR/0, DIR/1 (default runs/ragen2)\n\n",
 }
 
 func run(ctx context.Context, args []string) error {
