@@ -14,7 +14,7 @@ TEST_TIMEOUT ?= 20m
 # build and test with CGO_ENABLED=0, and run under the race detector.
 PURE_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | grep -v 'ragen/internal/torch\|ragen/internal/dist' | cut -d' ' -f1)
 
-.PHONY: all deps deps-bench deps-test build vet apicheck test test-pure test-race test-examples bench demo gpu-bundle gpu-check-cpu check-torch2 test-torch2 clean
+.PHONY: all deps deps-bench deps-test build vet apicheck test test-pure test-race test-examples bench demo demo-ragen2 gpu-bundle gpu-check-cpu check-torch2 test-torch2 clean
 
 all: build
 
@@ -78,6 +78,11 @@ bench: deps-bench
 
 demo: deps
 	$(GO) run ./cmd/ragen demo
+
+# RAGEN-2 on the CPU: the rollout filter against no filter from one warm-up,
+# with the collapse diagnostics (runs/ragen2/ragen2.png, ragen2.md)
+demo-ragen2: deps
+	$(GO) run ./cmd/ragen demo ragen2
 
 # The GPU check: one file of at most 40 MiB (.gpu-bundle.tar.xz) holding
 # test binaries, the CLI, gpubench and the shim sources; on the GPU machine

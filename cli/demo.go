@@ -48,6 +48,9 @@ func demoArgs(args []string) ([]string, error) {
 // plots of the run. Extra arguments are overrides of config/demo.yaml;
 // --quick makes it a short smoke run.
 func cmdDemo(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "ragen2" {
+		return cmdDemoRagen2(ctx, args[1:])
+	}
 	rest, err := demoArgs(args)
 	if err != nil {
 		return err

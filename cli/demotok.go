@@ -22,13 +22,20 @@ func trainDemoTokenizer(ctx context.Context, t *config.Tree, size int) (tokenize
 	if err != nil {
 		return nil, err
 	}
+	// the demonstrations think as the warm-up's will (sft.thought)
+	thought := ""
+	if t.Has("sft.thought") {
+		if thought, err = t.String("sft.thought"); err != nil {
+			return nil, err
+		}
+	}
 	byteTok := tokenizer.NewByte()
 	var corpus []string
 	for _, mode := range []env.Mode{env.ModeTrain, env.ModeVal} {
 		var proxy *ragen.AgentProxy
 		demo, err := ragen.NewDemonstrator(ragen.DemonstratorConfig{
 			Noise: 0.5, MaxActions: rc.AgentProxy.MaxActionsPerTurn, Sep: rc.AgentProxy.ActionSep,
-			EnableThink: rc.AgentProxy.EnableThink, Seed: 7,
+			EnableThink: rc.AgentProxy.EnableThink, Seed: 7, Thought: thought,
 		}, func(id int) env.BaseEnv { return proxy.EnvManager(mode).Env(id) })
 		if err != nil {
 			return nil, err

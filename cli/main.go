@@ -31,10 +31,15 @@ var commands = []struct {
 			"  --out DIR              where the model is saved (default trainer.default_local_dir/sft,\n" +
 			"                         or checkpoints/sft)\n"},
 	{"demo", "train a tiny agent on the CPU from scratch (what make demo runs)",
-		"ragen demo  [--out DIR] [--quick] [--cfg job] [key=value ...]",
+		"ragen demo  [--out DIR] [--quick] [--cfg job] [key=value ...]\n" +
+			"ragen demo ragen2 [--out DIR] [--quick]   (RAGEN-2: filter vs no filter, collapse diagnostics)",
 		"  --cfg job              print the composed, validated config and exit (-c)\n" +
 			"  --out DIR              where the run writes (default runs/demo; trainer.default_local_dir)\n" +
-			"  --quick                a short smoke run (fewer SFT and training steps, 32 validation envs)\n"},
+			"  --quick                a short smoke run (fewer SFT and training steps, 32 validation envs)\n" +
+			"  ragen2                 the RAGEN-2 demo (config/demo_ragen2.yaml): SFT on input-dependent reasoning,\n" +
+			"                         then one sweep of two StarPO runs (no filter; top_p 0.9 on reward variance)\n" +
+			"                         with the collapse diagnostics on; writes DIR/ragen2.png, DIR/ragen2.md and\n" +
+			"                         the runs DIR/0, DIR/1 (default runs/ragen2)\n"},
 	{"view", "print the trajectories of a JSONL file as text",
 		"ragen view  FILE.jsonl [--max N]",
 		"  --max N                print at most N trajectories (default all)\n"},

@@ -35,6 +35,38 @@ type DemonstratorConfig struct {
 	EnableThink bool
 	// Seed makes the noise reproducible.
 	Seed uint64
+	// Thought chooses what the <think> section says (ThoughtFixed when
+	// empty): see ThoughtFixed, ThoughtChoices and ThoughtTemplates.
+	Thought string
+}
+
+// Demonstrator thought styles (DemonstratorConfig.Thought, sft.thought).
+const (
+	// ThoughtFixed writes one fixed sentence per kind of turn ("following
+	// the shortest path" for the oracle's moves, "let me try" for random
+	// ones): the reasoning carries at most one bit about the turn.
+	ThoughtFixed = "fixed"
+	// ThoughtChoices names the options as the state presents them, in
+	// their order, then the pick ("Teacher or Trader? Trader"): the
+	// reasoning depends on the input wherever the env's action names do
+	// (the bandit's arm names), which is what the collapse diagnostics'
+	// mutual-information estimate measures.
+	ThoughtChoices = "choices"
+	// ThoughtTemplates strings three words drawn at random from a fixed
+	// list, whatever the input: varied reasoning (high entropy) that
+	// carries no information about the input, a template-collapsed
+	// policy's reasoning in RAGEN-2's sense.
+	ThoughtTemplates = "templates"
+)
+
+// ThoughtStyles lists the valid DemonstratorConfig.Thought values.
+func ThoughtStyles() []string { return []string{ThoughtFixed, ThoughtChoices, ThoughtTemplates} }
+
+// templateWords are ThoughtTemplates' words: none names anything of the
+// input.
+var templateWords = []string{
+	"maybe", "hmm", "fine", "sure", "quick", "trust", "gut", "feel",
+	"go", "try", "pick", "luck", "guess", "okay", "ready", "now",
 }
 
 // Demonstrator is a Policy that answers from each env's solver (env.Oracle),
@@ -63,6 +95,13 @@ func NewDemonstrator(cfg DemonstratorConfig, lookup func(envID int) env.BaseEnv)
 	}
 	if cfg.Sep == "" {
 		cfg.Sep = "||"
+	}
+	switch cfg.Thought {
+	case "":
+		cfg.Thought = ThoughtFixed
+	case ThoughtFixed, ThoughtChoices, ThoughtTemplates:
+	default:
+		return nil, fmt.Errorf("ragen: demonstrator: thought %q: want one of %s", cfg.Thought, strings.Join(ThoughtStyles(), ", "))
 	}
 	return &Demonstrator{cfg: cfg, envs: lookup, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}, nil
 }
@@ -107,7 +146,7 @@ func (d *Demonstrator) actions(e env.BaseEnv) ([]string, string, error) {
 			return nil, "", err
 		}
 		if ok && len(acts) > 0 {
-			return acts, "following the shortest path", nil
+			return acts, d.thought(e, acts, "following the shortest path"), nil
 		}
 	}
 	names := actionNames(e)
@@ -118,7 +157,27 @@ func (d *Demonstrator) actions(e env.BaseEnv) ([]string, string, error) {
 	for i := range acts {
 		acts[i] = names[d.rng.IntN(len(names))]
 	}
-	return acts, "let me try", nil
+	return acts, d.thought(e, acts, "let me try"), nil
+}
+
+// thought is the <think> text of a turn that plays acts; fixed is
+// ThoughtFixed's sentence for this kind of turn.
+func (d *Demonstrator) thought(e env.BaseEnv, acts []string, fixed string) string {
+	switch d.cfg.Thought {
+	case ThoughtChoices:
+		names := actionNames(e)
+		if len(names) == 0 {
+			return strings.Join(acts, " then ")
+		}
+		return strings.Join(names, " or ") + "? " + strings.Join(acts, " then ")
+	case ThoughtTemplates:
+		w := make([]string, 3)
+		for i := range w {
+			w[i] = templateWords[d.rng.IntN(len(templateWords))]
+		}
+		return strings.Join(w, " ")
+	}
+	return fixed
 }
 
 // actionNames lists an env's action names in id order.

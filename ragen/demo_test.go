@@ -2,6 +2,7 @@ package ragen_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -78,6 +79,44 @@ func TestDemonstratorNoiseAndBandit(t *testing.T) {
 
 	_, err = ragen.NewDemonstrator(ragen.DemonstratorConfig{Noise: 2}, func(int) env.BaseEnv { return nil })
 	require.ErrorContains(t, err, "noise=2")
+}
+
+// The thought styles: "choices" names the state's arms in the order the
+// prompt shows them, then the pick; "templates" says one of a fixed set of
+// sentences that never names an arm; a style not in the list is an error.
+func TestDemonstratorThoughtStyles(t *testing.T) {
+	think := regexp.MustCompile(`<think>(.*?)</think><answer>(.*?)</answer>`)
+	arms := regexp.MustCompile(`named (\w+) and (\w+)`)
+	for _, style := range []string{ragen.ThoughtChoices, ragen.ThoughtTemplates} {
+		cfg := demoConfig(t, "Bandit", 8, 2)
+		var proxy *ragen.AgentProxy
+		demo, err := ragen.NewDemonstrator(ragen.DemonstratorConfig{Noise: 1, MaxActions: 1, EnableThink: true, Seed: 3, Thought: style},
+			func(id int) env.BaseEnv { return proxy.EnvManager(env.ModeTrain).Env(id) })
+		require.NoError(t, err)
+		proxy, err = ragen.NewAgentProxy(cfg, tokenizer.NewByte(), ragen.DefaultProvider(), demo)
+		require.NoError(t, err)
+		b, err := proxy.Rollout(context.Background(), env.ModeTrain)
+		proxy.Close()
+		require.NoError(t, err)
+		thoughts := map[string]bool{}
+		for _, m := range b.Messages {
+			a := arms.FindStringSubmatch(m[len(m)-2].Content)
+			require.NotNil(t, a, "prompt names no arms: %q", m[len(m)-2].Content)
+			r := think.FindStringSubmatch("<think>" + strings.TrimPrefix(m[len(m)-1].Content, "<think>"))
+			require.NotNil(t, r, m[len(m)-1].Content)
+			thoughts[r[1]] = true
+			switch style {
+			case ragen.ThoughtChoices:
+				require.Equal(t, a[1]+" or "+a[2]+"? "+r[2], r[1])
+			case ragen.ThoughtTemplates:
+				require.NotContains(t, r[1], a[1])
+				require.NotContains(t, r[1], a[2])
+			}
+		}
+		require.Greater(t, len(thoughts), 2, "%s: 16 turns should not all think alike: %v", style, thoughts)
+	}
+	_, err := ragen.NewDemonstrator(ragen.DemonstratorConfig{Thought: "verbose"}, func(int) env.BaseEnv { return nil })
+	require.ErrorContains(t, err, `thought "verbose": want one of fixed, choices, templates`)
 }
 
 func TestDefaultProviderPromptFactsOfRemoteEnvs(t *testing.T) {

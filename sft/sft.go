@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,11 @@ type Config struct {
 	Noise            float64 `yaml:"noise"`              // share of random turns in the demonstrations
 	MicroBatchTokens int     `yaml:"micro_batch_tokens"` // padded tokens per forward/backward
 	Seed             uint64  `yaml:"seed"`               // demonstrator noise seed
+	// Thought is what the demonstrations' <think> section says: "fixed"
+	// (the default), "choices" (the state's options and the pick: reasoning
+	// that depends on the input) or "templates" (sentences that never do);
+	// see ragen.ThoughtFixed and its siblings.
+	Thought string `yaml:"thought"`
 }
 
 // DefaultConfig returns the settings the CPU demo uses.
@@ -54,6 +60,9 @@ func (c Config) Validate() error {
 	}
 	if c.MicroBatchTokens < 1 {
 		errs = append(errs, fmt.Errorf("sft: micro_batch_tokens=%d must be >= 1", c.MicroBatchTokens))
+	}
+	if c.Thought != "" && !slices.Contains(ragen.ThoughtStyles(), c.Thought) {
+		errs = append(errs, fmt.Errorf("sft: thought=%q: want one of %s", c.Thought, strings.Join(ragen.ThoughtStyles(), ", ")))
 	}
 	if c.GradClip < 0 || c.WeightDecay < 0 {
 		errs = append(errs, fmt.Errorf("sft: grad_clip=%g and weight_decay=%g must be >= 0", c.GradClip, c.WeightDecay))
@@ -102,7 +111,7 @@ func New(cfg Config, model *llm.Model, tok tokenizer.Tokenizer, rc ragen.Config,
 	t := &Trainer{cfg: cfg, model: model}
 	demo, err := ragen.NewDemonstrator(ragen.DemonstratorConfig{
 		Noise: cfg.Noise, MaxActions: rc.AgentProxy.MaxActionsPerTurn, Sep: rc.AgentProxy.ActionSep,
-		EnableThink: rc.AgentProxy.EnableThink, Seed: cfg.Seed,
+		EnableThink: rc.AgentProxy.EnableThink, Seed: cfg.Seed, Thought: cfg.Thought,
 	}, func(id int) env.BaseEnv { return t.proxy.EnvManager(env.ModeTrain).Env(id) })
 	if err != nil {
 		return nil, err

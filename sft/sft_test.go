@@ -80,8 +80,9 @@ func TestLRSchedule(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	err := Config{Steps: 0, LR: -1, WarmupRatio: 2, MinLRRatio: -1, Noise: 3}.Validate()
-	for _, want := range []string{"steps=0", "lr=-1", "warmup_ratio=2", "min_lr_ratio=-1", "noise=3", "micro_batch_tokens=0"} {
+	err := Config{Steps: 0, LR: -1, WarmupRatio: 2, MinLRRatio: -1, Noise: 3, Thought: "loud"}.Validate()
+	for _, want := range []string{"steps=0", "lr=-1", "warmup_ratio=2", "min_lr_ratio=-1", "noise=3", "micro_batch_tokens=0",
+		`thought="loud": want one of fixed, choices, templates`} {
 		require.ErrorContains(t, err, want)
 	}
 }

@@ -331,7 +331,7 @@ async function pageRagen2() {
       ["success", /^(val-env|train)\/[^/]+\/success$/],
       ["MI estimate", /^collapse_(first_turn|trajectory)_sample\/mi_estimate$/],
       ["retrieval accuracy (and chance)", /^collapse_(first_turn|trajectory)_sample\/retrieval_(accuracy|chance_level)$/],
-      ["conditional entropy", /^collapse_(first_turn|trajectory)_sample\/conditional_entropy_est$/],
+      ["reasoning entropy: conditional and marginal", /^collapse_(first_turn|trajectory)_sample\/(conditional_entropy_est|reasoning_entropy_est)$/],
       ["filter: kept ratio and in-group reward std", /^rollout\/(filter_kept_ratio|in_group_reward_std|chosen_in_group_reward_std)$/],
     ];
     for (const [title, re] of plots) {
