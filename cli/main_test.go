@@ -33,7 +33,8 @@ func TestUnknownCommandAndKeys(t *testing.T) {
 	require.ErrorContains(t, err, "not a local Hugging Face model folder")
 	// a step that cannot fit in memory is refused before anything is loaded
 	err = run(ctx, []string{"train", "--config-name", "demo", "actor_rollout_ref.rollout.max_model_len=4000000",
-		"micro_batch_size_per_gpu=64", "demo.model.hidden_size=1024", "demo.model.num_hidden_layers=16"})
+		"micro_batch_size_per_gpu=64", "demo.model.hidden_size=1024", "demo.model.num_hidden_layers=16",
+		"trainer.default_local_dir=" + t.TempDir()})
 	require.ErrorContains(t, err, "memory: a training step needs about")
 	require.ErrorContains(t, err, "available memory")
 	// inconsistent env groups are reported before any work
