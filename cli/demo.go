@@ -65,28 +65,10 @@ func cmdDemo(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	initTorch(t)
-	tok, err := demoTokenizer(ctx, t)
+	tok, m, err := demoModel(ctx, t, "ragen demo")
 	if err != nil {
 		return err
 	}
-	mc, err := tinyModelConfig(t, tok.VocabSize())
-	if err != nil {
-		return err
-	}
-	opt, err := modelOptions(t, "")
-	if err != nil {
-		return err
-	}
-	if t.Has("demo.model.seed") {
-		s, _ := t.Int("demo.model.seed")
-		opt.Seed = uint64(s)
-	}
-	m, err := llm.New(mc, opt)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("ragen demo: tiny Qwen2-shaped model (%d layers, hidden %d, %.2fM parameters), %s tokenizer (%d ids)\n",
-		mc.NumHiddenLayers, mc.HiddenSize, float64(mc.ParamCount())/1e6, tokName(tok), tok.VocabSize())
 	fmt.Println("stage 1: supervised warm-up on demonstrations that pick an arm at random")
 	if _, err := runSFT(ctx, t, m, tok); err != nil {
 		m.Close()
@@ -171,4 +153,33 @@ func demoSummary(jsonl string, reason any, sftTime, total time.Duration) error {
 	}
 	fmt.Printf("metrics: %s\nplots:   %s\n", jsonl, filepath.Join(filepath.Dir(jsonl), "plots"))
 	return nil
+}
+
+// demoModel trains the demo's tokenizer and builds its tiny model from the
+// demo.* keys of t (a fresh model, seeded by demo.model.seed), and says
+// what it built, prefixed by who.
+func demoModel(ctx context.Context, t *config.Tree, who string) (tokenizer.Tokenizer, *llm.Model, error) {
+	tok, err := demoTokenizer(ctx, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	mc, err := tinyModelConfig(t, tok.VocabSize())
+	if err != nil {
+		return nil, nil, err
+	}
+	opt, err := modelOptions(t, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.Has("demo.model.seed") {
+		s, _ := t.Int("demo.model.seed")
+		opt.Seed = uint64(s)
+	}
+	m, err := llm.New(mc, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Printf("%s: tiny Qwen2-shaped model (%d layers, hidden %d, %.2fM parameters), %s tokenizer (%d ids)\n",
+		who, mc.NumHiddenLayers, mc.HiddenSize, float64(mc.ParamCount())/1e6, tokName(tok), tok.VocabSize())
+	return tok, m, nil
 }

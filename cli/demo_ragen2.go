@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"ragen/config"
-	"ragen/llm"
 	"ragen/track"
 )
 
@@ -89,28 +88,10 @@ func cmdDemoRagen2(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	initTorch(t)
-	tok, err := demoTokenizer(ctx, t)
+	tok, m, err := demoModel(ctx, t, "ragen demo ragen2")
 	if err != nil {
 		return err
 	}
-	mc, err := tinyModelConfig(t, tok.VocabSize())
-	if err != nil {
-		return err
-	}
-	opt, err := modelOptions(t, "")
-	if err != nil {
-		return err
-	}
-	if t.Has("demo.model.seed") {
-		s, _ := t.Int("demo.model.seed")
-		opt.Seed = uint64(s)
-	}
-	m, err := llm.New(mc, opt)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("ragen demo ragen2: tiny Qwen2-shaped model (%d layers, hidden %d, %.2fM parameters), %s tokenizer (%d ids)\n",
-		mc.NumHiddenLayers, mc.HiddenSize, float64(mc.ParamCount())/1e6, tokName(tok), tok.VocabSize())
 	fmt.Println("stage 1: supervised warm-up on demonstrations that pick an arm at random and reason \"<arm> or <arm>? <pick>\"")
 	_, err = runSFT(ctx, t, m, tok)
 	sftDir := filepath.Join(out, "sft")
