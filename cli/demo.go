@@ -15,11 +15,10 @@ import (
 	"ragen/track"
 )
 
-// demoArgs turns demo's flags (--out DIR, --quick) into overrides of
-// config/demo.yaml, followed by the user's own.
-func demoArgs(args []string) ([]string, error) {
+// demoFlags splits the demos' own flags (--quick, --out DIR) from the
+// overrides that follow.
+func demoFlags(args []string) (quick bool, out string, rest []string, err error) {
 	var kept []string
-	quick := false
 	for _, a := range args {
 		if a == "--quick" {
 			quick = true
@@ -29,6 +28,16 @@ func demoArgs(args []string) ([]string, error) {
 	}
 	fl, rest, err := splitFlags(kept, "out")
 	if err != nil {
+		return false, "", nil, err
+	}
+	return quick, fl["out"], rest, nil
+}
+
+// demoArgs turns demo's flags (--out DIR, --quick) into overrides of
+// config/demo.yaml, followed by the user's own.
+func demoArgs(args []string) ([]string, error) {
+	quick, out, rest, err := demoFlags(args)
+	if err != nil {
 		return nil, err
 	}
 	if quick {
@@ -37,8 +46,8 @@ func demoArgs(args []string) ([]string, error) {
 		rest = append([]string{"sft.steps=30", "trainer.total_training_steps=3", "trainer.test_freq=3",
 			"es_manager.val.env_groups=32", "es_manager.val.env_configs.n_groups=[32]"}, rest...)
 	}
-	if fl["out"] != "" {
-		rest = append(rest, "trainer.default_local_dir="+fl["out"])
+	if out != "" {
+		rest = append(rest, "trainer.default_local_dir="+out)
 	}
 	return rest, nil
 }

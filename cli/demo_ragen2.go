@@ -35,16 +35,7 @@ var ragen2Arms = []struct{ value, name string }{
 // config/demo_ragen2.yaml followed by the user's own, and returns the run
 // folder given with --out ("" when absent).
 func demoRagen2Args(args []string) (rest []string, out string, err error) {
-	var kept []string
-	quick := false
-	for _, a := range args {
-		if a == "--quick" {
-			quick = true
-			continue
-		}
-		kept = append(kept, a)
-	}
-	fl, rest, err := splitFlags(kept, "out")
+	quick, out, rest, err := demoFlags(args)
 	if err != nil {
 		return nil, "", err
 	}
@@ -62,7 +53,7 @@ func demoRagen2Args(args []string) (rest []string, out string, err error) {
 		rest = append([]string{"sft.steps=40", "trainer.total_training_steps=4", "trainer.test_freq=4",
 			"collapse_detection.num_samples=16", "es_manager.val.env_groups=16", "es_manager.val.env_configs.n_groups=[16]"}, rest...)
 	}
-	return rest, fl["out"], nil
+	return rest, out, nil
 }
 
 // cmdDemoRagen2 runs the RAGEN-2 demo: SFT once, then the two-arm sweep,
