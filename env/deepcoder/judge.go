@@ -10,7 +10,7 @@ import (
 
 	"ragen/env"
 	"ragen/env/deepcoder/sandbox"
-	"ragen/env/internal/pyjson"
+	"ragen/internal/pystr"
 )
 
 // Evaluation is the outcome of one answer: upstream's (is_correct,
@@ -39,7 +39,7 @@ func Program(starter, code string) string {
 	if strings.Contains(body, "class Solution") {
 		header = ""
 	} else if strings.Contains(header, "class Solution") && strings.HasPrefix(body, "def ") {
-		lines := pyjson.SplitLines(body)
+		lines := pystr.SplitLines(body)
 		for i, l := range lines {
 			if strings.TrimFunc(l, isPySpace) != "" {
 				lines[i] = "    " + l

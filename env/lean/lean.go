@@ -19,6 +19,7 @@ import (
 	"ragen/env/countdown/parquet"
 	"ragen/env/internal/pyjson"
 	"ragen/internal/pyrand"
+	"ragen/internal/pystr"
 )
 
 // Config is the env_config of a lean tag, with upstream's names and
@@ -96,7 +97,7 @@ func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
 func SplitStatement(formal string) (imports, preamble, body string) {
 	var imp, pre, bod []string
 	started := false
-	for _, line := range pyjson.SplitLines(formal) {
+	for _, line := range pystr.SplitLines(formal) {
 		s := pyStrip(line)
 		switch {
 		case started:
@@ -554,15 +555,15 @@ func (e *Env) ProofText(tactics []string) string {
 		imp = e.cfg.DefaultImports
 	}
 	if imp != "" {
-		lines = append(lines, pyjson.SplitLines(pyStrip(imp))...)
+		lines = append(lines, pystr.SplitLines(pyStrip(imp))...)
 		lines = append(lines, "")
 	}
 	if th.Preamble != "" {
-		lines = append(lines, pyjson.SplitLines(th.Preamble)...)
+		lines = append(lines, pystr.SplitLines(th.Preamble)...)
 		lines = append(lines, "")
 	}
 	if th.Body != "" {
-		lines = append(lines, pyjson.SplitLines(th.Body)...)
+		lines = append(lines, pystr.SplitLines(th.Body)...)
 	}
 	for _, t := range tactics {
 		if pyStrip(t) != "" {
