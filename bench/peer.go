@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"ragen/llm/llmbench"
 	"ragen/torch"
 )
 
@@ -57,24 +58,6 @@ func RunPeerWith(python []string, dir, script string, out any, args ...string) e
 	return nil
 }
 
-// TimeStep returns the minimum wall time of runs calls of step after warmup calls.
-func TimeStep(step func() error, warmup, runs int) (time.Duration, error) {
-	for range warmup {
-		if err := step(); err != nil {
-			return 0, err
-		}
-	}
-	best := time.Duration(1<<63 - 1)
-	for range runs {
-		t0 := time.Now()
-		if err := step(); err != nil {
-			return 0, err
-		}
-		best = min(best, time.Since(t0))
-	}
-	return best, nil
-}
-
 // MatmulPeak measures fp32 GEMM throughput (FLOP/s) on an n x n product, the
 // peak that MFU figures are reported against: the faster of libtorch's
 // matmul (its BLAS) and a linear layer's product (oneDNN's sgemm where
@@ -95,7 +78,7 @@ func MatmulPeak(n int) (float64, error) {
 		func(in *torch.Scope) *torch.Tensor { return in.MatMul(a, a) },
 		func(in *torch.Scope) *torch.Tensor { return in.Linear(a, a, nil) },
 	} {
-		one, err := TimeStep(func() error {
+		one, err := llmbench.TimeStep(func() error {
 			inner := torch.NewScope()
 			product(inner)
 			return inner.Close()

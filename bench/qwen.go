@@ -93,7 +93,7 @@ func StreamBandwidth() (float64, error) {
 	const n = 64 << 20
 	a := s.Full([]int64{n}, 1, torch.Float32, torch.CPU)
 	b := s.Zeros([]int64{n}, torch.Float32, torch.CPU)
-	d, err := TimeStep(func() error { s.CopyInto(b, a); return s.Err() }, 1, 5)
+	d, err := llmbench.TimeStep(func() error { s.CopyInto(b, a); return s.Err() }, 1, 5)
 	if err != nil {
 		return 0, err
 	}
@@ -299,7 +299,7 @@ func trainStep(m *llm.Model, r QwenRow, reps int) (time.Duration, error) {
 		return 0, err
 	}
 	defer tr.Close()
-	return TimeStep(func() error { _, err := tr.Step(); return err }, trainWarmup, reps)
+	return llmbench.TimeStep(func() error { _, err := tr.Step(); return err }, trainWarmup, reps)
 }
 
 // UpdateResult is one RL update's cost in a fresh process.

@@ -184,3 +184,21 @@ func Qwen15B(layers int) llm.Config {
 	c.NumAttentionHeads = 12
 	return c
 }
+
+// TimeStep returns the minimum wall time of runs calls of step after warmup calls.
+func TimeStep(step func() error, warmup, runs int) (time.Duration, error) {
+	for range warmup {
+		if err := step(); err != nil {
+			return 0, err
+		}
+	}
+	best := time.Duration(1<<63 - 1)
+	for range runs {
+		t0 := time.Now()
+		if err := step(); err != nil {
+			return 0, err
+		}
+		best = min(best, time.Since(t0))
+	}
+	return best, nil
+}

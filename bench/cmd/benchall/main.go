@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"ragen/bench"
+	"ragen/llm/llmbench"
 	"ragen/torch"
 )
 
@@ -57,7 +58,7 @@ func run(threads, warmup, runs int, dir, only string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.Name, err)
 		}
-		d, err := bench.TimeStep(step, warmup, runs)
+		d, err := llmbench.TimeStep(step, warmup, runs)
 		closeFn()
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.Name, err)

@@ -219,16 +219,12 @@ func ragenRow(r row, dev torch.Device, reps int) (result, error) {
 	defer tr.Close()
 	// llmbench's Step reads the loss back (s.Item), which waits for the
 	// device: the time covers the whole step on CUDA too
-	res.train = math.Inf(1)
-	for i := range 2 + reps { // two untimed steps first, as the peer
-		t0 := time.Now()
-		if _, err := tr.Step(); err != nil {
-			return res, fmt.Errorf("train: %w", err)
-		}
-		if i >= 2 {
-			res.train = min(res.train, time.Since(t0).Seconds())
-		}
+	// two untimed steps first, as the peer
+	d, err := llmbench.TimeStep(func() error { _, err := tr.Step(); return err }, 2, reps)
+	if err != nil {
+		return res, fmt.Errorf("train: %w", err)
 	}
+	res.train = d.Seconds()
 	return res, nil
 }
 
