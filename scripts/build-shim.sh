@@ -17,7 +17,7 @@ PYTHON=${PYTHON:-python3}
 CXX=${CXX:-g++}
 mkdir -p "$out"
 
-flags=(-std=c++17 -O2 -fPIC -fopenmp -Wno-deprecated-declarations -Wno-unused-parameter)
+flags=(-O2 -fPIC -fopenmp -Wno-deprecated-declarations -Wno-unused-parameter)
 libs=()
 info=""
 if [[ ${TORCH:-} != system ]] && info=$("$PYTHON" - <<'PY' 2>/dev/null
@@ -31,7 +31,12 @@ PY
 	T=$(sed -n 1p <<<"$info")
 	abi=$(sed -n 2p <<<"$info")
 	cuda=$(sed -n 3p <<<"$info")
-	echo "build-shim: PyTorch $(sed -n 4p <<<"$info") at $T (cxx11 abi $abi, cuda $cuda)" >&2
+	ver=$(sed -n 4p <<<"$info")
+	echo "build-shim: PyTorch $ver at $T (cxx11 abi $abi, cuda $cuda)" >&2
+	# PyTorch's headers need C++20 from about 2.12 on (cpp_extension
+	# defaults to it since 2.11); the shims build in both standards
+	IFS=. read -r vmaj vmin _ <<<"${ver%%+*}"
+	if [[ -z ${CXXSTD:-} ]] && ((vmaj > 2 || (vmaj == 2 && vmin >= 11))); then CXXSTD=c++20; fi
 	flags+=(-isystem "$T/include" -isystem "$T/include/torch/csrc/api/include" "-D_GLIBCXX_USE_CXX11_ABI=$abi")
 	libs+=(-L"$T/lib" -Wl,-rpath,"$T/lib")
 	# the OpenMP runtime the wheel's libtorch uses (see gen-torch-pc.sh); it
@@ -49,11 +54,13 @@ PY
 else
 	echo "build-shim: Debian libtorch (/usr/include, /usr/lib)" >&2
 fi
+flags+=("-std=${CXXSTD:-c++17}")
 libs+=(-ltorch -ltorch_cpu -lc10)
+name=${LIBNAME:-libragen_torch.so}
 # One compiler process per source file, $JOBS at a time (default: every
 # core), then one link: the files are independent, and each takes seconds
-# to minutes against libtorch's headers.
-name=${LIBNAME:-libragen_torch.so}
+# to minutes against libtorch's headers. Every file is compiled even when
+# one fails, so one run shows every error.
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 obj=$(mktemp -d)
 trap 'rm -rf "$obj"' EXIT
@@ -61,7 +68,7 @@ export CXX obj
 printf '%s\0' "$src"/*.cc | xargs -0 -P "$jobs" -I{} bash -c '
 	f=$1; shift
 	o=$obj/$(basename "$f" .cc).o
-	"$CXX" "$@" -c -o "$o" "$f" 2>"$o.log" || { echo "build-shim: $f failed:" >&2; cat "$o.log" >&2; exit 255; }
-' _ {} "${flags[@]}" || exit 1
+	"$CXX" "$@" -c -o "$o" "$f" 2>"$o.log" || { echo "build-shim: $f failed:" >&2; grep -m 30 -A 3 "error" "$o.log" >&2 || head -n 60 "$o.log" >&2; exit 1; }
+' _ {} "${flags[@]}" || { echo "build-shim: $name not built: a file failed (above); flags: ${flags[*]}" >&2; exit 1; }
 "$CXX" "${flags[@]}" -shared -o "$out/$name" "$obj"/*.o "${libs[@]}"
 echo "build-shim: wrote $out/$name ($(ls "$src"/*.cc | wc -l) files, $jobs at a time)" >&2

@@ -15,28 +15,60 @@
 #      shapes prove the benchmark runs].
 #
 # Every step is timed and bounded; a summary table ends the output and is
-# also written to $OUT/gpu-check.txt when OUT is set. Exit status 0 when no
-# step failed (skipped steps do not fail).
+# also written to $OUT/gpu-check.txt when OUT is set, after every step, so
+# a run cut short still leaves what it did (the whole output goes to
+# $OUT/gpu-check.log). Exit status 0 when no step failed (skipped steps do
+# not fail).
 #
-# PYTHON   the interpreter whose torch to build against (default python3)
-# STEPS    the steps to run (default "build test nccl cli bench")
+# PYTHON    the interpreter whose torch to build against (default python3)
+# STEPS     the steps to run (default "build test nccl cli bench")
+# DEADLINE  seconds after which the steps not yet started are skipped
+#           (default 480: the GPU machine's one call)
 set -uo pipefail
+if [[ -n ${OUT:-} && -d ${OUT:-} && -z ${GPU_CHECK_LOGGED:-} ]]; then
+	export GPU_CHECK_LOGGED=1
+	"$0" "$@" 2>&1 | tee "$OUT/gpu-check.log"
+	exit "${PIPESTATUS[0]}"
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-build test nccl cli bench}
+DEADLINE=${DEADLINE:-480}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# out of the caller's folder: a checkout's torch/ there would shadow PyTorch
+cd "$work" || exit 1
 summary=()
 failed=0
 t_all=$SECONDS
 
 has() { [[ " $STEPS " == *" $1 "* ]]; }
-record() { summary+=("$(printf '%-34s %-8s %6s s  %s' "$1" "$2" "$3" "${4:-}")"); [[ $2 == FAILED ]] && failed=1; return 0; }
-# step NAME LIMIT_S CMD...: runs CMD with a time limit, prints its output, records the result
+write_summary() {
+	{
+		echo
+		echo "gpu-check summary ($dev, $((SECONDS - t_all)) s in all):"
+		printf '%s\n' "${summary[@]}"
+	} >"$work/summary"
+	[[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$work/summary" "$OUT/gpu-check.txt"
+	return 0
+}
+record() {
+	summary+=("$(printf '%-44s %-8s %6s s  %s' "$1" "$2" "$3" "${4:-}")")
+	[[ $2 == FAILED ]] && failed=1
+	write_summary
+}
+# step NAME LIMIT_S CMD...: runs CMD with a time limit (cut to what is left
+# of DEADLINE), prints its output, records the result
 step() {
-	local name=$1 limit=$2 t0=$SECONDS rc
+	local name=$1 limit=$2 t0=$SECONDS rc left
 	shift 2
-	echo "== $name"
+	left=$((DEADLINE - (SECONDS - t_all)))
+	if ((left < 20)); then
+		record "$name" skipped "-" "past the deadline ($DEADLINE s)"
+		return 1
+	fi
+	((limit > left)) && limit=$left
+	echo "== $name (at most $limit s)"
 	timeout --kill-after=10 "$limit" "$@"
 	rc=$?
 	local note=""
@@ -52,18 +84,29 @@ info=$("$PYTHON" -c 'import os, torch; print(os.path.dirname(torch.__file__)); p
 tdir=$(sed -n 1p <<<"$info")
 cuda=$(sed -n 3p <<<"$info")
 echo "gpu-check: bundle $(cat "$here/COMMIT" 2>/dev/null), PyTorch $(sed -n 2p <<<"$info") at $tdir, CUDA $([[ $cuda == 1 ]] && sed -n 4p <<<"$info" || echo none), $(nproc) cores"
+echo "gpu-check: $(${CXX:-g++} --version 2>&1 | head -n1); $(uname -sr); $(ldd --version 2>&1 | head -n1)"
+"$PYTHON" -c 'import transformers; print("gpu-check: transformers", transformers.__version__)' 2>/dev/null || echo "gpu-check: no transformers"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu-check: /'
 dev=cpu
 [[ $cuda == 1 ]] && dev=cuda:0
 
 if has build; then
-	# the two libraries side by side, each one compiler process per file
-	step "build shims ($(nproc) cores)" 600 bash -c '
-		PYTHON='"$PYTHON"' "$1/build-shim.sh" "$1/lib" "$1/src/internal/torch/csrc" & a=$!
-		PYTHON='"$PYTHON"' LIBNAME=libragen_dist.so "$1/build-shim.sh" "$1/lib" "$1/src/internal/dist/csrc" & d=$!
-		wait $a; ra=$?; wait $d; rd=$?; exit $((ra | rd))' _ "$here" || {
-		printf '%s\n' "${summary[@]}"
+	# the two libraries side by side, each one compiler process per file;
+	# without the dist library the torch and llm tests still run
+	t0=$SECONDS
+	PYTHON=$PYTHON LIBNAME=libragen_dist.so timeout 400 "$here/build-shim.sh" "$here/lib" "$here/src/internal/dist/csrc" >"$work/dist-build.log" 2>&1 &
+	dpid=$!
+	step "build libragen_torch.so ($(nproc) cores)" 400 env PYTHON="$PYTHON" "$here/build-shim.sh" "$here/lib" "$here/src/internal/torch/csrc"
+	rt=$?
+	wait $dpid
+	rd=$?
+	echo "== build libragen_dist.so"
+	cat "$work/dist-build.log"
+	if ((rd == 0)); then record "build libragen_dist.so" ok $((SECONDS - t0)); else record "build libragen_dist.so" FAILED $((SECONDS - t0)) "exit $rd"; fi
+	if ((rt != 0)); then
+		cat "$work/summary"
 		exit 1
-	}
+	fi
 fi
 # the libraries built above, then the torch they link; Debian keeps
 # libtorch in the system folders (no lib/ under its torch package)
@@ -108,17 +151,13 @@ fi
 
 if has bench; then
 	if [[ $cuda == 1 ]]; then
-		step "gpubench (0.5B, 1.5B shapes vs transformers)" 420 "$here/bin/gpubench" -device cuda:0 -dir "$here/bench" -python "$PYTHON"
+		step "gpubench (0.5B, 1.5B shapes vs transformers)" 420 "$here/bin/gpubench" -device cuda:0 -reps 2 -dir "$here/bench" -python "$PYTHON"
 	else
 		step "gpubench -quick on cpu (proof only)" 300 "$here/bin/gpubench" -quick -device cpu -reps 1 -dir "$here/bench" -python "$PYTHON"
 		record "gpubench at Qwen shapes" skipped "-" "no CUDA"
 	fi
 fi
 
-{
-	echo
-	echo "gpu-check summary ($dev, $((SECONDS - t_all)) s in all):"
-	printf '%s\n' "${summary[@]}"
-} | tee "$work/summary"
-[[ -n ${OUT:-} && -d ${OUT:-} ]] && cp "$work/summary" "$OUT/gpu-check.txt"
+write_summary
+cat "$work/summary"
 exit $failed

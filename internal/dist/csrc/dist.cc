@@ -4,8 +4,14 @@
 // Compiled by cgo, or (tag torchshared) into libragen_dist.so by
 // scripts/gpu-bundle.sh with scripts/build-shim.sh, which passes no
 // defines of its own: USE_C10D_GLOO is set here.
+// Gloo comes with Debian's libgloo-dev (make deps) and PyTorch's wheels; a
+// libtorch without gloo's headers still gets a library (NCCL, the stores)
+// whose gloo group says why it is missing.
+#if __has_include(<gloo/config.h>)
+#define RAGEN_HAVE_GLOO 1
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
+#endif
 #endif
 #include "dist.h"
 
@@ -20,7 +26,9 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#ifdef RAGEN_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "../../torch/csrc/tensor_impl.hpp"
@@ -166,6 +174,10 @@ void td_store_free(td_store s) { delete s; }
 
 td_err td_pg_gloo(td_store s, const char* prefix, int rank, int world, int64_t timeout_ms,
                   const char* bind, int threads, td_pg* out) {
+#ifndef RAGEN_HAVE_GLOO
+  (void)s, (void)prefix, (void)rank, (void)world, (void)timeout_ms, (void)bind, (void)threads, (void)out;
+  return make_err("gloo", "this build found no gloo headers (gloo/config.h) next to libtorch's: install libgloo-dev");
+#else
   TD_TRY("gloo", {
     auto opts = c10d::ProcessGroupGloo::Options::create(ms(timeout_ms));
     std::string b(bind);
@@ -181,6 +193,7 @@ td_err td_pg_gloo(td_store s, const char* prefix, int rank, int world, int64_t t
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(st, rank, world, opts);
     *out = new td_pg_s{pg, st, "gloo", rank, world};
   })
+#endif
 }
 
 #ifndef RAGEN_WITH_CUDA
