@@ -12,7 +12,8 @@ Qwen2ForCausalLM of the given shape, random weights, on the given device:
   train:  B x T random ids, float32 master weights, forward under
           torch.autocast(bfloat16), log-probs of every next token
           (log_softmax + gather in float32), loss = -mean, backward, AdamW;
-          seconds (best of reps after two untimed steps).
+          seconds (best of reps after two untimed steps), and the forward,
+          backward and optimizer times of one more step.
 
 Without transformers (a CPU machine with Debian's python3-torch) it falls
 back to the plain-PyTorch Qwen2 of qwen_peer.py, and says so in "impl".
@@ -103,26 +104,37 @@ def decode(m, impl, dev, V, B, P, N):
 
 
 def train(m, dev, V, B, T, reps):
+    """Returns (best step seconds, [forward, backward, optimizer] of one more step)."""
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     torch.manual_seed(2)
     ids = torch.randint(0, V, (B, T), device=dev)
     best = 1e9
-    for i in range(2 + reps):
+    phases = []
+    for i in range(3 + reps):
+        last = i == 2 + reps  # timed by phase, not in best
         sync(dev)
         t0 = time.perf_counter()
         with torch.autocast(dev.type, dtype=torch.bfloat16):
             logits = logits_of(m, ids)
         lp = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None]).squeeze(-1)
         loss = -lp.mean()
+        if last:
+            sync(dev)
+            t1 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if last:
+            sync(dev)
+            t2 = time.perf_counter()
         opt.step()
         sync(dev)
         dt = time.perf_counter() - t0
         del logits, lp, loss
-        if i >= 2:
+        if last:
+            phases = [t1 - t0, t2 - t1, time.perf_counter() - t2]
+        elif i >= 2:
             best = min(best, dt)
-    return best
+    return best, phases
 
 
 def main():
@@ -146,7 +158,7 @@ def main():
         decode(m, impl, dev, V, B, P, min(N, 4))  # warm-up
         out["decode_tok_s"] = max(decode(m, impl, dev, V, B, P, N) for _ in range(reps))
     elif what == "train":
-        out["train_step_s"] = train(m, dev, V, B, T, reps)
+        out["train_step_s"], out["phases_s"] = train(m, dev, V, B, T, reps)
     else:
         raise SystemExit("gpu_peer.py: unknown workload %r (peak, decode, train)" % what)
     if dev.type == "cuda":

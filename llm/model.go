@@ -549,13 +549,22 @@ func (m *Model) forward(s *torch.Scope, ids, positions, attn *torch.Tensor, head
 	return m.goForward(s, ids, positions, attn, head)
 }
 
-// logProbChunkElems bounds the floats one log-softmax chunk materialises.
-const logProbChunkElems = 1 << 25
+// logProbChunk is the time chunk of the LM head and log-softmax over n
+// rows: about 32M logits on a CPU (a chunk stays in cache-friendly sizes),
+// 512M (2 GiB of float32) on a GPU, where small chunks leave the head's
+// matmul too few rows to fill the device.
+func (m *Model) logProbChunk(n int64) int64 {
+	elems := int64(1 << 25)
+	if m.opt.Device.IsCUDA() {
+		elems = 1 << 29
+	}
+	return max(elems/max(1, n*int64(m.cfg.VocabSize)), 1)
+}
 
 // TokenLogProbs returns logp[b,t] = log softmax(logits[b,t-1]/temperature)[ids[b,t]]
 // for t >= 1 and 0 at t = 0, as float32 (B,T); entropy likewise (nil unless
 // withEntropy). The LM head and log-softmax run over time chunks of about
-// 32M logits, so the full (B,T,V) logits never exist at once (without
+// 32M logits (512M on a GPU), so the full (B,T,V) logits never exist at once (without
 // gradients; with gradients autograd keeps each chunk for the backward
 // pass). With gradients unless called inside torch.NoGrad.
 func (m *Model) TokenLogProbs(s *torch.Scope, ids, positions, attn *torch.Tensor, temperature float64, withEntropy bool) (logp, entropy *torch.Tensor) {
@@ -568,6 +577,5 @@ func (m *Model) TokenLogProbs(s *torch.Scope, ids, positions, attn *torch.Tensor
 		return nil, nil
 	}
 	head := m.computeHead(s)
-	chunk := int64(logProbChunkElems) / max(1, h.Size(0)*int64(m.cfg.VocabSize))
-	return s.HeadLogProbs(h, head, ids, temperature, withEntropy, max(chunk, 1))
+	return s.HeadLogProbs(h, head, ids, temperature, withEntropy, m.logProbChunk(h.Size(0)))
 }

@@ -227,8 +227,7 @@ func (sc *PrefixScorer) scoreGroup(pairs []collapse.Pair, idx []int, temp float6
 		}
 		E := hz.Size(2)
 		h := s.Cat([]*torch.Tensor{s.Expand(last, int64(n), 1, E), hz}, 1)
-		chunk := int64(logProbChunkElems) / max(1, int64(n)*int64(m.cfg.VocabSize))
-		lp, _ := s.HeadLogProbs(h, head, upload(ids, int64(n), int64(Z+1)), temp, false, max(chunk, 1))
+		lp, _ := s.HeadLogProbs(h, head, upload(ids, int64(n), int64(Z+1)), temp, false, m.logProbChunk(int64(n)))
 		vals := s.Float32s(lp)
 		if err := s.Err(); err != nil {
 			return err

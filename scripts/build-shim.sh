@@ -9,6 +9,8 @@
 #
 # usage: scripts/build-shim.sh OUTDIR [SRCDIR]
 #   LIBNAME  the library's file name (default libragen_torch.so)
+#   CXXSTD   the C++ standard (default c++17; c++20 from PyTorch 2.11 on)
+#   GLOO_INCLUDE  a folder holding gloo/ headers, used when the torch has none
 #   JOBS     compiler processes at once (default: the number of cores)
 set -euo pipefail
 out=${1:?usage: build-shim.sh OUTDIR [SRCDIR]}
@@ -39,6 +41,8 @@ PY
 	if [[ -z ${CXXSTD:-} ]] && ((vmaj > 2 || (vmaj == 2 && vmin >= 11))); then CXXSTD=c++20; fi
 	flags+=(-isystem "$T/include" -isystem "$T/include/torch/csrc/api/include" "-D_GLIBCXX_USE_CXX11_ABI=$abi")
 	libs+=(-L"$T/lib" -Wl,-rpath,"$T/lib")
+	# gloo's headers where the torch has none (PyTorch's wheels), from GLOO_INCLUDE
+	if [[ ! -f $T/include/gloo/config.h && -n ${GLOO_INCLUDE:-} ]]; then flags+=(-isystem "$GLOO_INCLUDE"); fi
 	# the OpenMP runtime the wheel's libtorch uses (see gen-torch-pc.sh); it
 	# comes before the -lgomp that -fopenmp appends, which --as-needed drops
 	gomp=$(ls "$T"/lib/libgomp-*.so* 2>/dev/null | head -n1 || true)

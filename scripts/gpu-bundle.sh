@@ -26,6 +26,22 @@ cp "$root"/internal/dist/csrc/*.{cc,h,hpp} "$b/src/internal/dist/csrc/"
 cp "$root/scripts/build-shim.sh" "$root/scripts/gpu-check.sh" "$b/"
 chmod +x "$b/build-shim.sh" "$b/gpu-check.sh"
 cp "$root/bench/gpu_peer.py" "$root/bench/qwen_peer.py" "$b/bench/"
+# Gloo's headers (BSD licence): PyTorch's wheels ship ProcessGroupGloo.hpp
+# but not the gloo headers it includes, so the dist library's gloo group
+# would be missing there. Debian's libgloo-dev gives them: trixie's (the
+# libtorch 2.x chroot, the newer) when it is there, else this machine's.
+# gpu-check.sh uses them only where the torch has none, and builds without
+# gloo if they do not fit that torch.
+groot=$("$root/scripts/torch2.sh" path 2>/dev/null || true)
+gsrc=/usr/include/gloo gdoc=/usr/share/doc/libgloo-dev/copyright
+if [[ -n $groot && -f $groot/usr/include/gloo/config.h ]]; then gsrc=$groot/usr/include/gloo gdoc=$groot$gdoc; fi
+if [[ -f $gsrc/config.h ]]; then
+	mkdir -p "$b/gloo-include"
+	cp -r "$gsrc" "$b/gloo-include/gloo"
+	[[ -f $gdoc ]] && cp "$gdoc" "$b/gloo-include/COPYRIGHT"
+else
+	echo "gpu-bundle: no gloo headers (libgloo-dev): a GPU machine's wheel torch will build the dist library without gloo" >&2
+fi
 
 # libraries to link against here (Debian's libtorch); gpu-check.sh rebuilds
 # both against the GPU machine's PyTorch, so they do not travel. Kept in

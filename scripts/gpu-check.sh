@@ -94,7 +94,16 @@ if has build; then
 	# the two libraries side by side, each one compiler process per file;
 	# without the dist library the torch and llm tests still run
 	t0=$SECONDS
-	PYTHON=$PYTHON LIBNAME=libragen_dist.so timeout 400 "$here/build-shim.sh" "$here/lib" "$here/src/internal/dist/csrc" >"$work/dist-build.log" 2>&1 &
+	# gloo's headers travel with the bundle for a torch without them (wheels);
+	# if they do not fit this torch, the library is built without gloo
+	(
+		d=$here/src/internal/dist/csrc
+		if [[ -d $here/gloo-include ]]; then
+			PYTHON=$PYTHON LIBNAME=libragen_dist.so GLOO_INCLUDE=$here/gloo-include timeout 400 "$here/build-shim.sh" "$here/lib" "$d" && exit 0
+			echo "gpu-check: the dist library did not build with the bundle's gloo headers (above); again without gloo"
+		fi
+		PYTHON=$PYTHON LIBNAME=libragen_dist.so timeout 300 "$here/build-shim.sh" "$here/lib" "$d"
+	) >"$work/dist-build.log" 2>&1 &
 	dpid=$!
 	step "build libragen_torch.so ($(nproc) cores)" 400 env PYTHON="$PYTHON" "$here/build-shim.sh" "$here/lib" "$here/src/internal/torch/csrc"
 	rt=$?

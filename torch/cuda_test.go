@@ -27,21 +27,31 @@ func TestDeviceMatchesCPU(t *testing.T) {
 		defer s.Close()
 		W := s.To(s.Own(From(fill(12, 0.9, 0.2), 4, 3)), Float32, dev)
 		require.NoError(t, W.SetRequiresGrad(true))
+		Bs := s.To(s.Own(From(fill(3, 0.3, -0.1), 3)), Float32, dev)
+		require.NoError(t, Bs.SetRequiresGrad(true))
 		X := s.To(s.Own(From(fill(32, 0.7, 0.1), 8, 4)), Float32, dev)
-		opt, err := NewAdamW([]*Tensor{W}, DefaultAdamW())
+		cfg := DefaultAdamW()
+		cfg.WeightDecay = 0.1
+		opt, err := NewAdamW([]*Tensor{W, Bs}, cfg)
 		require.NoError(t, err)
 		defer opt.Close()
-		l := s.Mean(s.LogSoftmax(s.MatMul(X, W), -1), false)
-		require.NoError(t, s.Err())
-		require.Equal(t, dev, l.Device())
-		require.NoError(t, l.Backward(nil))
-		require.NoError(t, opt.Step(0.01))
+		// three steps: the bias corrections and weight decay of each (on a
+		// GPU, PyTorch's fused multi-tensor AdamW)
+		var l *Tensor
+		for range 3 {
+			l = s.Mean(s.LogSoftmax(s.Add(s.MatMul(X, W), Bs), -1), false)
+			require.NoError(t, s.Err())
+			require.Equal(t, dev, l.Device())
+			require.NoError(t, ZeroGrad([]*Tensor{W, Bs}))
+			require.NoError(t, l.Backward(nil))
+			require.NoError(t, opt.Step(0.01))
+		}
 		g, err := NewGenerator(3, dev)
 		require.NoError(t, err)
 		defer g.Close()
 		idx := s.Multinomial(s.Softmax(s.Detach(W), -1), 1, true, g)
 		require.Equal(t, dev, idx.Device())
-		return s.Item(l), s.Float32s(W)
+		return s.Item(l), append(s.Float32s(W), s.Float32s(Bs)...)
 	}
 	l0, w0 := run(CPU)
 	l1, w1 := run(dev)

@@ -82,6 +82,52 @@ func NewTrainer(m *llm.Model, b, t int, lr float64) (*Trainer, error) {
 	return &Trainer{m: m, opt: o, lr: lr, ids: ids, pos: pos, attn: attn, s: s}, nil
 }
 
+// Phases times the parts of one step: forward (the log-probs and loss),
+// backward and the optimizer step, each ended by reading a value back from
+// the device, which waits for the work queued before it.
+func (tr *Trainer) Phases() (fwd, bwd, opt time.Duration, err error) {
+	s := torch.NewScope()
+	defer s.Close()
+	t0 := time.Now()
+	lp, _ := tr.m.TokenLogProbs(s, tr.ids, tr.pos, tr.attn, 1, false)
+	if lp == nil {
+		return 0, 0, 0, s.Err()
+	}
+	loss := s.Neg(s.Mean(s.Narrow(lp, 1, 1, lp.Size(1)-1), false))
+	s.Item(loss)
+	if err := s.Err(); err != nil {
+		return 0, 0, 0, err
+	}
+	t1 := time.Now()
+	params := tr.m.Trainable()
+	if err := torch.ZeroGrad(params); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := loss.Backward(nil); err != nil {
+		return 0, 0, 0, err
+	}
+	wait := func() error {
+		g := s.Own(params[0].Grad())
+		if g == nil {
+			return s.Err()
+		}
+		s.Item(s.Sum(g, false))
+		return s.Err()
+	}
+	if err := wait(); err != nil {
+		return 0, 0, 0, err
+	}
+	t2 := time.Now()
+	if err := tr.opt.Step(tr.lr); err != nil {
+		return 0, 0, 0, err
+	}
+	s.Item(s.Sum(params[0], false))
+	if err := s.Err(); err != nil {
+		return 0, 0, 0, err
+	}
+	return t1.Sub(t0), t2.Sub(t1), time.Since(t2), nil
+}
+
 // Step runs one step and returns the loss.
 func (tr *Trainer) Step() (float64, error) {
 	s := torch.NewScope()

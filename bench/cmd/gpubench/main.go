@@ -126,7 +126,8 @@ func run(devFlag string, quick bool, only string, reps int, dir, python string, 
 			Impl   string  `json:"impl"`
 		}
 		var pt struct {
-			Train float64 `json:"train_step_s"`
+			Train  float64   `json:"train_step_s"`
+			Phases []float64 `json:"phases_s"`
 		}
 		args := func(what string) []string {
 			c := r.cfg
@@ -153,6 +154,12 @@ func run(devFlag string, quick bool, only string, reps int, dir, python string, 
 			res.decode, num(pd.Decode, "%.0f"), ratio(res.decode, pd.Decode), res.train, num(pt.Train, "%.3f"),
 			ratio(pt.Train, res.train), 100*flops/res.train/best, pct(flops, pt.Train, best))
 		tw.Flush()
+		if res.phases != "" {
+			fmt.Printf("  %s, ragen's step: %s\n", r.name, res.phases)
+		}
+		if len(pt.Phases) == 3 {
+			fmt.Printf("  %s, peer's step: forward %.3f s, backward %.3f s, optimizer %.3f s\n", r.name, pt.Phases[0], pt.Phases[1], pt.Phases[2])
+		}
 	}
 	if impl != "" {
 		fmt.Printf("peer: %s; ratios are ragen's speed over the peer's (above 1: ragen faster)\n", impl)
@@ -196,7 +203,10 @@ func pct(flops, s, peak float64) string {
 	return fmt.Sprintf("%.0f%%", 100*flops/s/peak)
 }
 
-type result struct{ decode, train float64 }
+type result struct {
+	decode, train float64
+	phases        string // one training step's forward, backward and optimizer times
+}
 
 // ragenRow measures one row: decode with a bf16 model, a training step with
 // a float32 model computing in bf16.
@@ -238,6 +248,9 @@ func ragenRow(r row, dev torch.Device, reps int) (result, error) {
 		return res, fmt.Errorf("train: %w", err)
 	}
 	res.train = d.Seconds()
+	if f, b, o, err := tr.Phases(); err == nil {
+		res.phases = fmt.Sprintf("forward %.3f s, backward %.3f s, optimizer %.3f s", f.Seconds(), b.Seconds(), o.Seconds())
+	}
 	return res, nil
 }
 

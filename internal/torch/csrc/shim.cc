@@ -95,6 +95,14 @@
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 
+#include <torch/csrc/api/include/torch/version.h>
+// the fused multi-tensor AdamW kernel (CUDA) since PyTorch 2.1
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define RAGEN_HAVE_FUSED_ADAMW 1
+#include <ATen/ops/_fused_adamw.h>
+#include <ATen/ops/full.h>
+#endif
+
 #ifdef RAGEN_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
@@ -841,7 +849,7 @@ bool adamw_fast_ok(const at::Tensor& p, const at::Tensor& g, const at::Tensor& m
 
 // Decoupled AdamW, identical to torch.optim.AdamW (foreach=False); float32
 // CPU tensors take one fused pass per parameter (adamw_span) instead of
-// ATen's eight.
+// ATen's eight, GPU tensors PyTorch's fused multi-tensor kernel.
 tt_err tt_adamw_step(tt_tensor* ps, tt_tensor* ms, tt_tensor* vs, int n, double lr, double b1, double b2,
                      double eps, double wd, int64_t step) {
   TT_TRY("adamw_step")
@@ -849,7 +857,34 @@ tt_err tt_adamw_step(tt_tensor* ps, tt_tensor* ms, tt_tensor* vs, int n, double 
   at::NoGradGuard ng;
   const double bc1 = 1 - std::pow(b1, (double)step), bc2 = 1 - std::pow(b2, (double)step);
   const double bc2_sqrt = std::sqrt(bc2);
+  std::vector<bool> done((size_t)n, false);
+#ifdef RAGEN_HAVE_FUSED_ADAMW
+  // GPU parameters: one multi-tensor kernel per (device, dtype) group,
+  // torch.optim.AdamW(fused=True)'s, instead of five kernels per parameter
   for (int i = 0; i < n; i++) {
+    const at::Tensor& p0 = ps[i]->t;
+    if (done[(size_t)i] || !p0.is_cuda() || !p0.grad().defined()) continue;
+    std::vector<at::Tensor> P, G, M, V;
+    for (int j = i; j < n; j++) {
+      const at::Tensor &p = ps[j]->t, &g = p.grad(), &m = ms[j]->t, &v = vs[j]->t;
+      if (done[(size_t)j] || !g.defined() || p.device() != p0.device() || p.scalar_type() != p0.scalar_type() ||
+          !at::isFloatingType(p.scalar_type()) || g.scalar_type() != p.scalar_type() ||
+          m.scalar_type() != p.scalar_type() || v.scalar_type() != p.scalar_type() || g.device() != p.device() ||
+          m.device() != p.device() || v.device() != p.device() || !p.is_contiguous() || !g.is_contiguous() ||
+          !m.is_contiguous() || !v.is_contiguous())
+        continue;
+      P.push_back(p), G.push_back(g), M.push_back(m), V.push_back(v);
+      done[(size_t)j] = true;
+    }
+    if (P.empty()) continue;
+    at::Tensor steps = at::full({(int64_t)P.size()}, (double)step, p0.options().dtype(at::kFloat));
+    std::vector<at::Tensor> S;
+    for (size_t j = 0; j < P.size(); j++) S.push_back(steps.select(0, (int64_t)j));
+    at::_fused_adamw_(P, G, M, V, {}, S, lr, b1, b2, wd, eps, false, false);
+  }
+#endif
+  for (int i = 0; i < n; i++) {
+    if (done[(size_t)i]) continue;
     at::Tensor& p = ps[i]->t;
     const at::Tensor& g = p.grad();
     if (!g.defined()) continue;

@@ -33,6 +33,17 @@
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/BFloat16.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/core/UndefinedTensorImpl.h>
+#include <c10/util/intrusive_ptr.h>
+#include <torch/csrc/api/include/torch/version.h>
+
+// scaled_dot_product_attention (with its scale argument) since PyTorch 2.1
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define RAGEN_HAVE_SDPA 1
+#include <ATen/ops/arange.h>
+#include <ATen/ops/scaled_dot_product_attention.h>
+#endif
 
 #include <immintrin.h>
 
@@ -41,6 +52,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include "cpu_kernels.hpp"
@@ -730,6 +742,99 @@ at::Tensor attn_composite(const at::Tensor& q, const at::Tensor& k, const at::Te
   return at::matmul(s, v).view({g.B, g.H, g.T, g.D}).transpose(1, 2).reshape({g.B, g.T, g.H * g.D});
 }
 
+#ifdef RAGEN_HAVE_SDPA
+// ---- attention on a GPU: PyTorch's fused attention kernels ----
+
+// keys_all_attended says whether the key bias attends every one of the
+// first Lk keys of every row (no padding), which lets attention run as
+// plain causal attention (FlashAttention) instead of with a mask. The
+// answer reads the bias back from the device once per bias tensor: the
+// layers of a forward share one, so the cache below remembers the answer by
+// the tensor. It holds a weak reference to each: while held, no new tensor
+// can take the address, and an entry whose tensor is gone (or whose data
+// changed in place) is not used.
+bool keys_all_attended(const at::Tensor& kbias, int64_t Lk) {
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> t;
+    int64_t version, Lk;
+    bool all;
+  };
+  static std::mutex mu;
+  static std::vector<Entry> cache;
+  const int64_t ver = kbias._version();
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    cache.erase(std::remove_if(cache.begin(), cache.end(), [](const Entry& e) { return e.t.expired(); }),
+                cache.end());
+    for (const Entry& e : cache)
+      if (e.t._unsafe_get_target() == kbias.unsafeGetTensorImpl() && e.version == ver && e.Lk == Lk) return e.all;
+  }
+  bool all;
+  {
+    c10::InferenceMode im;
+    all = kbias.narrow(1, 0, Lk).eq(0).all().item<bool>();
+  }
+  std::lock_guard<std::mutex> lk(mu);
+  if (cache.size() >= 64) cache.erase(cache.begin());
+  cache.push_back(Entry{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(kbias.getIntrusivePtr()), ver, Lk, all});
+  return all;
+}
+
+// The most negative finite value of a dtype: masked scores stay finite, so
+// a query row with every key masked attends all keys uniformly, as the
+// additive-mask softmax does (-inf would make it NaN).
+double finite_lowest(at::ScalarType st) {
+  switch (st) {
+    case at::kBFloat16: return (double)std::numeric_limits<c10::BFloat16>::lowest();
+    case at::kHalf: return -65504.0;
+    default: return (double)std::numeric_limits<float>::lowest();
+  }
+}
+
+// attn_sdpa is attention() through at::scaled_dot_product_attention, which
+// on CUDA picks FlashAttention (causal, no mask) or the memory-efficient
+// kernel (with a mask) and has its own backward.
+//   - Causal without padding (training, a fresh prefill): K and V repeated
+//     to the query heads (head h reads KV head h / G) and FlashAttention.
+//   - Otherwise (padding, or queries after a KV cache, as in decoding): the
+//     grouped form of attn_composite, the G query heads of a KV head
+//     stacked as G*T rows with a mask of their own, so the KV cache is
+//     never copied.
+at::Tensor attn_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& kbias,
+                     int64_t off, double scale) {
+  const Geometry g = geometry(q, k, off, scale);
+  if (off == 0 && g.T == g.Lk && g.T > 1 && keys_all_attended(kbias, g.Lk)) {
+    at::Tensor kk = g.G > 1 ? k.repeat_interleave(g.G, 1) : k;
+    at::Tensor vv = g.G > 1 ? v.repeat_interleave(g.G, 1) : v;
+    at::Tensor o = at::scaled_dot_product_attention(q, kk, vv, c10::nullopt, 0.0, true, scale);  // (B,H,T,D)
+    return o.transpose(1, 2).reshape({g.B, g.T, g.H * g.D});
+  }
+  // attended: the key is not padding, and (where some query could see past
+  // itself) j <= off + t for row r = g*T + t
+  at::Tensor keep = kbias.narrow(1, 0, g.Lk).eq(0).view({g.B, 1, 1, g.Lk});
+  if (off + 1 < g.Lk) {
+    auto lo = at::TensorOptions().dtype(at::kLong).device(q.device());
+    at::Tensor lim = at::arange(g.G * g.T, lo).remainder(g.T).add_(off).view({g.G * g.T, 1});
+    keep = keep.logical_and(at::arange(g.Lk, lo).view({1, g.Lk}).le(lim).view({1, 1, g.G * g.T, g.Lk}));
+  } else {
+    keep = keep.expand({g.B, 1, g.G * g.T, g.Lk});
+  }
+  at::Tensor mask = at::zeros(keep.sizes(), q.options()).masked_fill_(keep.logical_not(), finite_lowest(q.scalar_type()));
+  at::Tensor qg = q.reshape({g.B, g.KV, g.G * g.T, g.D});
+  at::Tensor o = at::scaled_dot_product_attention(qg, k, v, mask, 0.0, false, scale);  // (B,KV,G*T,D)
+  return o.view({g.B, g.H, g.T, g.D}).transpose(1, 2).reshape({g.B, g.T, g.H * g.D});
+}
+
+// RAGEN_ATTENTION=sdpa runs the CPU through it too (the tests of that path)
+bool sdpa_forced() {
+  static const bool on = [] {
+    const char* e = std::getenv("RAGEN_ATTENTION");
+    return e && std::strcmp(e, "sdpa") == 0;
+  }();
+  return on;
+}
+#endif
+
 bool same_cpu(const at::Tensor& x, std::initializer_list<at::Tensor> ts) {
   for (const at::Tensor& t : ts)
     if (t.scalar_type() != x.scalar_type() || !t.device().is_cpu()) return false;
@@ -768,6 +873,9 @@ at::Tensor rope(const at::Tensor& x, const at::Tensor& cs, const at::Tensor& sn)
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& kbias,
                      int64_t off, double scale) {
+#ifdef RAGEN_HAVE_SDPA
+  if (!q.device().is_cpu() || sdpa_forced()) return attn_sdpa(q, k, v, kbias, off, scale);
+#endif
   if (!supports(q) || !same_cpu(q, {k, v}) || !kbias.device().is_cpu()) return attn_composite(q, k, v, kbias, off, scale);
   if (needs_grad({q, k, v})) return Attention::apply(q, k, v, kbias, off, scale);
   return attn_forward(q, k, v, kbias, geometry(q, k, off, scale), nullptr);
