@@ -80,9 +80,33 @@ func peerArgs(what string, r QwenRow, reps int) []string {
 // DecodeBytes is what one decode step must read from memory at context
 // length ctx: every weight once (the tied head reads the whole embedding
 // matrix; the embedding lookup reads B rows, not counted) and the KV cache.
-func DecodeBytes(c llm.Config, batch, ctx int) float64 {
+func DecodeBytes(c llm.Config, batch, ctx int) float64 { return DecodeBytesOf(c, batch, ctx, 4) }
+
+// DecodeBytesOf is DecodeBytes for weights and KV cache of elem bytes per
+// value (2 for bf16).
+func DecodeBytesOf(c llm.Config, batch, ctx int, elem float64) float64 {
 	kv := 2 * float64(c.NumHiddenLayers) * float64(batch) * float64(c.NumKeyValueHeads*c.HeadDimension()) * float64(ctx)
-	return 4 * (float64(c.ParamCount()) + kv)
+	return elem * (float64(c.ParamCount()) + kv)
+}
+
+// DecodeStep is the time of one decode step alone: (generate n tokens -
+// generate 1 token) / (n-1), best of reps, so the prompt's prefill (a GEMM
+// workload) stays out of the bandwidth figure.
+func DecodeStep(m *llm.Model, prompts [][]int, n, reps int) (float64, error) {
+	stepS := math.Inf(1)
+	for range reps {
+		t0 := time.Now()
+		if _, err := llmbench.Decode(m, prompts, 1); err != nil {
+			return 0, err
+		}
+		one := time.Since(t0).Seconds()
+		t0 = time.Now()
+		if _, err := llmbench.Decode(m, prompts, n); err != nil {
+			return 0, err
+		}
+		stepS = min(stepS, (time.Since(t0).Seconds()-one)/float64(n-1))
+	}
+	return stepS, nil
 }
 
 // StreamBandwidth measures copy bandwidth (bytes read + written per second)
@@ -187,20 +211,9 @@ func qwenRow(cfg RunConfig, w io.Writer, r QwenRow, bw float64, versions *peerVe
 	if err != nil {
 		return err
 	}
-	// one decode step alone: (generate N tokens - generate 1 token) / (N-1),
-	// so the prompt's prefill (a GEMM workload) stays out of the bandwidth figure
-	stepS := math.Inf(1)
-	for range reps {
-		t0 := time.Now()
-		if _, err := llmbench.Decode(m, prompts, 1); err != nil {
-			return err
-		}
-		one := time.Since(t0).Seconds()
-		t0 = time.Now()
-		if _, err := llmbench.Decode(m, prompts, r.DecN); err != nil {
-			return err
-		}
-		stepS = min(stepS, (time.Since(t0).Seconds()-one)/float64(r.DecN-1))
+	stepS, err := DecodeStep(m, prompts, r.DecN, reps)
+	if err != nil {
+		return err
 	}
 	// the bandwidth again, right after the decode steps (the higher of the
 	// two makes the bound, as for the peak below)

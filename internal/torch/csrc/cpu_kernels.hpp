@@ -13,13 +13,19 @@
 
 namespace tt_cpu {
 
-// RAGEN_CPU_ISA=avx2 (or =generic) keeps the decode kernels below that
-// instruction set: for tests of the narrower paths on a wider CPU.
+// RAGEN_CPU_ISA=avx512 (or avx2, or generic) keeps the hand-written kernels
+// at or below that instruction set (generic < avx2 < avx512 < avx512bf16):
+// for tests of the narrower paths on a wider CPU.
+inline int isa_rank(const char* isa) {
+  static const char* const order[] = {"generic", "avx2", "avx512", "avx512bf16"};
+  for (int i = 0; i < 4; i++)
+    if (std::strcmp(isa, order[i]) == 0) return i;
+  return -1;
+}
 inline bool isa_allows(const char* isa) {
   const char* cap = std::getenv("RAGEN_CPU_ISA");
   if (!cap || !*cap) return true;
-  if (std::strcmp(isa, "avx2") == 0) return std::strcmp(cap, "generic") != 0;
-  return std::strcmp(cap, isa) == 0;
+  return isa_rank(isa) <= isa_rank(cap);
 }
 
 inline bool cpu_has_avx2() {

@@ -225,7 +225,158 @@ void skinny_rows512(const float* x, int64_t M, int64_t K, const float* w, const 
   for (; n < n1; n++) tile512_col<1>(x, M, K, w, b, y, N, n);
 }
 
+// ---- bf16 decode projections ----
+//
+// The same few-row products for bf16 x and w (a bf16 model generating):
+// float32 sums of the bf16 products, the bias added in float32 and the
+// result rounded to bf16 once, as ATen's bf16 linear does. They stream the
+// weights at half float32's bytes:
+//   - AVX-512 BF16 (vdpbf16ps: 32 products per instruction, pairs summed
+//     exactly, round to nearest), 4 input rows x 4 weight rows per tile;
+//   - AVX2 otherwise: the weights widened to float32 in registers (a shift)
+//     against input rows widened once per call, 3 x 3 tiles.
+bool cpu_has_avx512bf16() {
+  static const bool ok = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16") &&
+                         __builtin_cpu_supports("avx512bw") && isa_allows("avx512bf16");
+  return ok;
+}
+
+#pragma GCC push_options
+#pragma GCC optimize("O3")
+template <int MT, int NT>
+__attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) inline void tile_bf16_512(
+    const uint16_t* x, int64_t K, const uint16_t* w, const float* b, uint16_t* y, int64_t N, int64_t m0, int64_t n0) {
+  __m512 acc[MT][NT];
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm512_setzero_ps();
+  const int64_t K32 = K & ~int64_t(31);
+  int64_t k = 0;
+  for (; k < K32; k += 32) {
+    __m512i wv[NT];
+    for (int j = 0; j < NT; j++) {
+      _mm_prefetch(reinterpret_cast<const char*>(w + (n0 + j) * K + k + 512), _MM_HINT_T0);
+      wv[j] = _mm512_loadu_si512(w + (n0 + j) * K + k);
+    }
+    for (int i = 0; i < MT; i++) {
+      __m512i xv = _mm512_loadu_si512(x + (m0 + i) * K + k);
+      for (int j = 0; j < NT; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)xv, (__m512bh)wv[j]);
+    }
+  }
+  if (k < K) {
+    const __mmask32 mk = static_cast<__mmask32>((K - k) >= 32 ? ~0u : ((1u << (K - k)) - 1));
+    __m512i wv[NT];
+    for (int j = 0; j < NT; j++) wv[j] = _mm512_maskz_loadu_epi16(mk, w + (n0 + j) * K + k);
+    for (int i = 0; i < MT; i++) {
+      __m512i xv = _mm512_maskz_loadu_epi16(mk, x + (m0 + i) * K + k);
+      for (int j = 0; j < NT; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)xv, (__m512bh)wv[j]);
+    }
+  }
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) {
+      const float r = _mm512_reduce_add_ps(acc[i][j]) + (b ? b[n0 + j] : 0.f);
+      y[(m0 + i) * N + n0 + j] = c10::BFloat16(r).x;
+    }
+}
+
+template <int NT>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void tile_bf16_512_col(const uint16_t* x, int64_t M,
+                                                                             int64_t K, const uint16_t* w,
+                                                                             const float* b, uint16_t* y, int64_t N,
+                                                                             int64_t n0) {
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) tile_bf16_512<4, NT>(x, K, w, b, y, N, m, n0);
+  switch (M - m) {
+    case 3: tile_bf16_512<3, NT>(x, K, w, b, y, N, m, n0); break;
+    case 2: tile_bf16_512<2, NT>(x, K, w, b, y, N, m, n0); break;
+    case 1: tile_bf16_512<1, NT>(x, K, w, b, y, N, m, n0); break;
+  }
+}
+
+// xf: the input rows widened to float32 (M,K); w bf16 (N,K)
+template <int MT, int NT>
+__attribute__((target("avx2,fma"), always_inline)) inline void tile_bf16_avx2(
+    const float* xf, int64_t K, const uint16_t* w, const float* b, uint16_t* y, int64_t N, int64_t m0, int64_t n0) {
+  const int64_t K8 = K & ~int64_t(7);
+  __m256 acc[MT][NT];
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) acc[i][j] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K8; k += 8) {
+    __m256 wv[NT];
+    for (int j = 0; j < NT; j++) {
+      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + (n0 + j) * K + k));
+      wv[j] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    for (int i = 0; i < MT; i++) {
+      __m256 xv = _mm256_loadu_ps(xf + (m0 + i) * K + k);
+      for (int j = 0; j < NT; j++) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MT; i++)
+    for (int j = 0; j < NT; j++) {
+      float r = hsum(acc[i][j]);
+      for (int64_t k = K8; k < K; k++) {
+        uint32_t u = (uint32_t)w[(n0 + j) * K + k] << 16;
+        float wf;
+        std::memcpy(&wf, &u, 4);
+        r += xf[(m0 + i) * K + k] * wf;
+      }
+      y[(m0 + i) * N + n0 + j] = c10::BFloat16(r + (b ? b[n0 + j] : 0.f)).x;
+    }
+}
+
+template <int NT>
+__attribute__((target("avx2,fma"))) void tile_bf16_avx2_col(const float* xf, int64_t M, int64_t K,
+                                                             const uint16_t* w, const float* b, uint16_t* y,
+                                                             int64_t N, int64_t n0) {
+  int64_t m = 0;
+  for (; m + 3 <= M; m += 3) tile_bf16_avx2<3, NT>(xf, K, w, b, y, N, m, n0);
+  switch (M - m) {
+    case 2: tile_bf16_avx2<2, NT>(xf, K, w, b, y, N, m, n0); break;
+    case 1: tile_bf16_avx2<1, NT>(xf, K, w, b, y, N, m, n0); break;
+  }
+}
+#pragma GCC pop_options
+
+void skinny_rows_bf16(const uint16_t* x, const float* xf, int64_t M, int64_t K, const uint16_t* w, const float* b,
+                      uint16_t* y, int64_t N, int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  if (xf == nullptr) {
+    for (; n + 4 <= n1; n += 4) tile_bf16_512_col<4>(x, M, K, w, b, y, N, n);
+    for (; n < n1; n++) tile_bf16_512_col<1>(x, M, K, w, b, y, N, n);
+    return;
+  }
+  for (; n + 3 <= n1; n += 3) tile_bf16_avx2_col<3>(xf, M, K, w, b, y, N, n);
+  for (; n < n1; n++) tile_bf16_avx2_col<1>(xf, M, K, w, b, y, N, n);
+}
+
 constexpr int64_t kSkinnyMaxRows = 16;
+
+bool skinny_bf16_ok(const at::Tensor& x, const at::Tensor& w) {
+  return cpu_has_avx2() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kBFloat16 &&
+         w.scalar_type() == at::kBFloat16 && w.dim() == 2 && w.is_contiguous() && x.size(-1) == w.size(1) &&
+         x.numel() / std::max<int64_t>(x.size(-1), 1) <= kSkinnyMaxRows && !c10::GradMode::is_enabled();
+}
+
+at::Tensor dec_linear_bf16(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const int64_t K = w.size(1), N = w.size(0);
+  at::Tensor xc = x.contiguous();
+  const int64_t M = xc.numel() / K;
+  std::vector<int64_t> sh = x.sizes().vec();
+  sh.back() = N;
+  at::Tensor y = at::empty(sh, x.options());
+  const uint16_t* xp = reinterpret_cast<const uint16_t*>(xc.data_ptr<at::BFloat16>());
+  const uint16_t* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+  uint16_t* yp = reinterpret_cast<uint16_t*>(y.data_ptr<at::BFloat16>());
+  at::Tensor bf = b.defined() ? b.to(at::kFloat).contiguous() : at::Tensor();
+  const float* bp = bf.defined() ? bf.data_ptr<float>() : nullptr;
+  at::Tensor xw;  // the AVX2 form's float32 rows
+  if (!cpu_has_avx512bf16()) xw = xc.view({M, K}).to(at::kFloat).contiguous();
+  const float* xf = xw.defined() ? xw.data_ptr<float>() : nullptr;
+  at::parallel_for(0, (N + 47) / 48, 1, [&](int64_t lo, int64_t hi) {
+    skinny_rows_bf16(xp, xf, M, K, wp, bp, yp, N, lo * 48, std::min(N, hi * 48));
+  });
+  return y;
+}
 
 bool skinny_ok(const at::Tensor& x, const at::Tensor& w) {
   return cpu_has_avx2() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat &&
@@ -235,6 +386,7 @@ bool skinny_ok(const at::Tensor& x, const at::Tensor& w) {
 
 // linear for the decode path: skinny kernel when it applies, else at::linear.
 at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  if (skinny_bf16_ok(x, w) && (!b.defined() || b.device().is_cpu())) return dec_linear_bf16(x, w, b);
   if (!skinny_ok(x, w) || (b.defined() && (b.scalar_type() != at::kFloat || !b.is_contiguous()))) {
     return tt_gemm::linear(x, w, b);
   }
