@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"ragen/llm"
@@ -19,16 +18,7 @@ func DecodeRows() []QwenRow {
 		{Name: "0.5B-shape 2L", Cfg: llmbench.Qwen05B(2), DecB: 8, DecP: 128, DecN: 64},
 		{Name: "0.5B 24L", Cfg: llmbench.Qwen05B(24), DecB: 8, DecP: 128, DecN: 32},
 	}
-	if sel := os.Getenv("RAGEN_BENCH_DECODE"); sel != "" {
-		var some []QwenRow
-		for _, r := range rows {
-			if strings.Contains(r.Name, sel) {
-				some = append(some, r)
-			}
-		}
-		rows = some
-	}
-	return rows
+	return selectRows(rows, os.Getenv("RAGEN_BENCH_DECODE"))
 }
 
 func init() {

@@ -42,20 +42,24 @@ func QwenRows() []QwenRow {
 		{"1.5B-shape 2L", llmbench.Qwen15B(2), 8, 128, 64, 1, 512},
 		{"0.5B 24L", llmbench.Qwen05B(24), 8, 128, 32, 1, 512},
 	}
-	switch sel := os.Getenv("RAGEN_BENCH_QWEN"); sel {
-	case "":
-	case "quick":
-		rows = rows[:1]
-	default:
-		var some []QwenRow
-		for _, r := range rows {
-			if strings.Contains(r.Name, sel) {
-				some = append(some, r)
-			}
-		}
-		rows = some
+	if os.Getenv("RAGEN_BENCH_QWEN") == "quick" {
+		return rows[:1]
 	}
-	return rows
+	return selectRows(rows, os.Getenv("RAGEN_BENCH_QWEN"))
+}
+
+// selectRows keeps the rows whose name contains sel (all when sel is empty).
+func selectRows(rows []QwenRow, sel string) []QwenRow {
+	if sel == "" {
+		return rows
+	}
+	var some []QwenRow
+	for _, r := range rows {
+		if strings.Contains(r.Name, sel) {
+			some = append(some, r)
+		}
+	}
+	return some
 }
 
 func init() {

@@ -27,6 +27,22 @@ func testOptions(t *testing.T) Options {
 	return opt
 }
 
+// onDevice is a float32 copy of the CPU model ref on opt's device, through a
+// saved checkpoint.
+func onDevice(t *testing.T, ref *Model, opt Options) *Model {
+	t.Helper()
+	dir := t.TempDir()
+	if err := ref.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	opt.DType = torch.Float32
+	m, err := Load(dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestDeviceTrainingMatchesReference runs a training forward and backward
 // (float32, then bf16 compute) on the test device over a left-padded batch,
 // with the loss on the log-probs of tokens that follow an attended token
@@ -56,16 +72,7 @@ func TestDeviceTrainingMatchesReference(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ref := familyModel(t, "qwen2", 7, false)
 			defer ref.Close()
-			dir := t.TempDir()
-			if err := ref.Save(dir); err != nil {
-				t.Fatal(err)
-			}
-			o := opt
-			o.DType = torch.Float32
-			m, err := Load(dir, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := onDevice(t, ref, opt)
 			defer m.Close()
 			if c.bf {
 				ref.opt.ComputeDType, m.opt.ComputeDType = torch.BFloat16, torch.BFloat16
@@ -132,16 +139,7 @@ func TestDeviceGreedyMatchesCPU(t *testing.T) {
 	opt := testOptions(t)
 	ref := familyModel(t, "qwen2", 9, true)
 	defer ref.Close()
-	dir := t.TempDir()
-	if err := ref.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	o := opt
-	o.DType = torch.Float32
-	m, err := Load(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := onDevice(t, ref, opt)
 	defer m.Close()
 	prompts := [][]int{{5, 9, 13, 200, 7, 7, 31}, {44}, {1, 2, 3, 4}}
 	g := GenOptions{MaxNewTokens: 24, IgnoreEOS: true}

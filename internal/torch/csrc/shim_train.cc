@@ -761,7 +761,8 @@ bool keys_all_attended(const at::Tensor& kbias, int64_t Lk) {
   };
   static std::mutex mu;
   static std::vector<Entry> cache;
-  const int64_t ver = kbias._version();
+  // (an inference tensor keeps no version counter)
+  const int64_t ver = kbias.is_inference() ? -1 : (int64_t)kbias._version();
   {
     std::lock_guard<std::mutex> lk(mu);
     cache.erase(std::remove_if(cache.begin(), cache.end(), [](const Entry& e) { return e.t.expired(); }),
