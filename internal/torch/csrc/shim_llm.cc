@@ -232,7 +232,8 @@ void skinny_rows512(const float* x, int64_t M, int64_t K, const float* w, const 
 // result rounded to bf16 once, as ATen's bf16 linear does. They stream the
 // weights at half float32's bytes:
 //   - AVX-512 BF16 (vdpbf16ps: 32 products per instruction, pairs summed
-//     exactly, round to nearest), 4 input rows x 4 weight rows per tile;
+//     exactly, round to nearest), 2 input rows x 8 weight rows per tile
+//     (eight weight streams in flight, each prefetched 4 KiB ahead);
 //   - AVX2 otherwise: the weights widened to float32 in registers (a shift)
 //     against input rows widened once per call, 3 x 3 tiles.
 bool cpu_has_avx512bf16() {
@@ -254,7 +255,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) inline voi
   for (; k < K32; k += 32) {
     __m512i wv[NT];
     for (int j = 0; j < NT; j++) {
-      _mm_prefetch(reinterpret_cast<const char*>(w + (n0 + j) * K + k + 512), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w + (n0 + j) * K + k + 2048), _MM_HINT_T0);
       wv[j] = _mm512_loadu_si512(w + (n0 + j) * K + k);
     }
     for (int i = 0; i < MT; i++) {
@@ -284,12 +285,8 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void tile_bf16_512_col(co
                                                                              const float* b, uint16_t* y, int64_t N,
                                                                              int64_t n0) {
   int64_t m = 0;
-  for (; m + 4 <= M; m += 4) tile_bf16_512<4, NT>(x, K, w, b, y, N, m, n0);
-  switch (M - m) {
-    case 3: tile_bf16_512<3, NT>(x, K, w, b, y, N, m, n0); break;
-    case 2: tile_bf16_512<2, NT>(x, K, w, b, y, N, m, n0); break;
-    case 1: tile_bf16_512<1, NT>(x, K, w, b, y, N, m, n0); break;
-  }
+  for (; m + 2 <= M; m += 2) tile_bf16_512<2, NT>(x, K, w, b, y, N, m, n0);
+  if (m < M) tile_bf16_512<1, NT>(x, K, w, b, y, N, m, n0);
 }
 
 // xf: the input rows widened to float32 (M,K); w bf16 (N,K)
@@ -341,7 +338,7 @@ void skinny_rows_bf16(const uint16_t* x, const float* xf, int64_t M, int64_t K, 
                       uint16_t* y, int64_t N, int64_t n0, int64_t n1) {
   int64_t n = n0;
   if (xf == nullptr) {
-    for (; n + 4 <= n1; n += 4) tile_bf16_512_col<4>(x, M, K, w, b, y, N, n);
+    for (; n + 8 <= n1; n += 8) tile_bf16_512_col<8>(x, M, K, w, b, y, N, n);
     for (; n < n1; n++) tile_bf16_512_col<1>(x, M, K, w, b, y, N, n);
     return;
   }
