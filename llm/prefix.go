@@ -335,7 +335,12 @@ func (m *Model) prefillPlanned(s *torch.Scope, w *fused.Weights, sh fused.Shape,
 		src, dstT = s.To(src, torch.Int64, dev), s.To(dstT, torch.Int64, dev)
 	}
 	for _, c := range caches {
-		s.IndexCopyInto(c, 0, dstT, s.IndexSelect(c, 0, src))
+		// one layer's copy at a time: the leader rows are a temporary
+		cs := torch.NewScope()
+		if s.Err() == nil {
+			cs.IndexCopyInto(c, 0, dstT, cs.IndexSelect(c, 0, src))
+		}
+		s.Fail(cs.Close())
 	}
 	return s.Cat([]*torch.Tensor{logits, s.IndexSelect(logits, 0, src)}, 0)
 }

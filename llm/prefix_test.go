@@ -192,6 +192,22 @@ func TestGroupPromptSharing(t *testing.T) {
 	if n, _ := c.Len(); n != 0 {
 		t.Errorf("%d entries stored without keys", n)
 	}
+	// one generator for the batch: rows are back in prompt order before
+	// the first draw, so the draws are those of a call without sharing
+	// (the longer prompt runs first: the rows are out of prompt order)
+	opt.RowSeeds, opt.Seed = nil, 11
+	on, off = opt, opt
+	off.NoPrefixCaching = true
+	prompts = [][]int{{1, 2}, {5, 6, 7, 8}, {1, 2}, {5, 6, 7, 8}}
+	if got, err = m.Generate(context.Background(), nil, prompts, on); err != nil {
+		t.Fatal(err)
+	}
+	if want, err = m.Generate(context.Background(), nil, prompts, off); err != nil {
+		t.Fatal(err)
+	}
+	for i := range prompts {
+		sameResult(t, fmt.Sprint("shared generator, prompt ", i), got[i], want[i])
+	}
 }
 
 // A prompt whose history re-tokenized differently reuses only the common
