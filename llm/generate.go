@@ -79,6 +79,8 @@ type seqState struct {
 // wanted. Under bf16 mixed precision (Options.ComputeDType) it computes in
 // bf16, with bf16 copies of the weights made once per call and bf16 KV
 // caches, as veRL's rollouts run in bf16; otherwise in the parameters' dtype.
+// Unless opt.NoPrefixCaching, identical prompts are prefilled once and, with
+// opt.Prefix, prompts continue the KV of earlier calls (PrefixCache).
 func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [][]int, opt GenOptions) ([]GenResult, error) {
 	if len(prompts) == 0 {
 		return nil, nil

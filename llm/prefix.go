@@ -11,9 +11,11 @@ import (
 )
 
 // DefaultPrefixCacheTokens is the cap NewPrefixCache uses when given 0: the
-// KV of 256k tokens (3 GiB at the 0.5B shape in bf16: 24 layers, 2 KV
-// heads of 64 dimensions, 12 KiB a token).
-const DefaultPrefixCacheTokens = 1 << 18
+// KV of 512k tokens, enough for upstream's default rollout (128
+// trajectories of up to 3,600 prompt and 400 response tokens); 6 GiB at
+// Qwen2.5-0.5B's shape in bf16 (24 layers, 2 KV heads of 64 dimensions:
+// 12 KiB a token), 18 GiB at Qwen2.5-3B's.
+const DefaultPrefixCacheTokens = 1 << 19
 
 // PrefixCache keeps the KV cache of earlier Generate calls per key (a
 // trajectory of a multi-turn rollout), so that a prompt extending what its
