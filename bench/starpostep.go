@@ -88,7 +88,10 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 		return err
 	}
 	// the gen stage with prefix caching on and off, and the share of
-	// prefill in it
+	// prefill in it. Both steps run in this process: on a 2-core machine
+	// the second one decoded 7-10% slower in either order, which moves the
+	// gen column as much as prefix caching does at 2 layers; the prefill
+	// column is the comparison to read there.
 	if compare {
 		fmt.Fprintf(w, "generation with rollout.enable_prefix_caching on and off (the same step and seeds, off run first; RAGEN_BENCH_STARPO_REUSE=off skips it):\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
