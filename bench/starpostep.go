@@ -15,6 +15,7 @@ import (
 	"ragen/collapse"
 	"ragen/llm"
 	"ragen/llm/llmbench"
+	"ragen/llmpolicy"
 	"ragen/torch"
 	"ragen/track"
 )
@@ -27,7 +28,9 @@ import (
 // timed by the trainer's own timing_s/* stages. A random model never emits
 // EOS, so every turn generates the full response length: the slowest case.
 // RAGEN_BENCH_STARPO sets "layers,env_groups,group_size" (default "2,2,2";
-// "off" skips it).
+// "off" skips it). The step runs again with prefix caching off
+// (rollout.enable_prefix_caching=False) for the gen stage's comparison;
+// RAGEN_BENCH_STARPO_REUSE=off skips that.
 
 func init() {
 	Register(Comparison{Name: "starpo step at the 0.5B shape (by stage)", Run: RunStarPOStep})
@@ -50,42 +53,20 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 	if _, err := fmt.Sscanf(spec, "%d,%d,%d", &L, &G, &N); err != nil {
 		return fmt.Errorf("RAGEN_BENCH_STARPO %q: want layers,env_groups,group_size", spec)
 	}
-	dir, err := os.MkdirTemp("", "ragen-bench-starpo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	c := llmbench.Qwen05B(L)
-	args := []string{"train", "model_path=tiny",
-		"+demo.model.vocab_size=" + strconv.Itoa(c.VocabSize), "+demo.model.hidden_size=" + strconv.Itoa(c.HiddenSize),
-		"+demo.model.intermediate_size=" + strconv.Itoa(c.IntermediateSize), "+demo.model.num_hidden_layers=" + strconv.Itoa(L),
-		"+demo.model.num_attention_heads=" + strconv.Itoa(c.NumAttentionHeads), "+demo.model.num_key_value_heads=" + strconv.Itoa(c.NumKeyValueHeads),
-		"+demo.model.max_position_embeddings=4096", "+demo.model.tie_word_embeddings=True",
-		"es_manager.train.env_groups=" + strconv.Itoa(G), "es_manager.train.group_size=" + strconv.Itoa(N),
-		"es_manager.train.env_configs.n_groups=[" + strconv.Itoa(G) + "]", "ppo_mini_batch_size=" + strconv.Itoa(G*N),
-		"trainer.total_training_steps=1", "trainer.val_before_train=False", "trainer.test_freq=-1", "trainer.save_freq=-1",
-		"trainer.logger=[jsonl]", "trainer.default_local_dir=" + dir, "trainer.experiment_name=starpo_bench",
-		"trainer.generations_to_log_to_wandb.val=0"}
-	t0 := time.Now()
-	if err := cli.Run(context.Background(), args); err != nil {
-		return fmt.Errorf("ragen train %s: %w", strings.Join(args[1:], " "), err)
-	}
-	wall := time.Since(t0).Seconds()
-	var met map[string]float64
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") || met != nil {
+	// the step with prefix caching off first (when compared), then on: the
+	// stage table is the default's (on)
+	compare := os.Getenv("RAGEN_BENCH_STARPO_REUSE") != "off"
+	var off map[string]float64
+	if compare {
+		var err error
+		if off, _, err = starpoStep(c, L, G, N, false); err != nil {
 			return err
 		}
-		recs, rerr := track.ReadJSONL(p)
-		if rerr == nil && len(recs) > 0 {
-			if _, ok := recs[len(recs)-1].Data["timing_s/step"]; ok {
-				met = recs[len(recs)-1].Data
-			}
-		}
-		return nil
-	})
-	if err != nil || met == nil {
-		return fmt.Errorf("no metrics with timing_s/step under %s (%v)", dir, err)
+	}
+	met, wall, err := starpoStep(c, L, G, N, true)
+	if err != nil {
+		return err
 	}
 	step := met["timing_s/step"]
 	fmt.Fprintf(w, "%d layers (%.0fM parameters), %d groups x %d, Sokoban, response length 400 x 5 turns; %.0f response tokens in the batch; process wall %.1f s\n",
@@ -106,6 +87,29 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// the gen stage with prefix caching on and off, and the share of
+	// prefill in it. Both steps run in this process: on a 2-core machine
+	// the second one decoded 7-10% slower in either order, which moves the
+	// gen column as much as prefix caching does at 2 layers; the prefill
+	// column is the comparison to read there.
+	if compare {
+		fmt.Fprintf(w, "generation with rollout.enable_prefix_caching on and off (the same step and seeds, off run first; RAGEN_BENCH_STARPO_REUSE=off skips it):\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "prefix caching\tgen s\tprefill s\tdecode s\tprefill share of gen\tprefilled / prompt tokens\treused\tshared\t\n")
+		for _, r := range []struct {
+			name string
+			m    map[string]float64
+		}{{"on", met}, {"off", off}} {
+			gen, pre := r.m["timing_s/gen"], r.m[llmpolicy.MetricPrefillTime]
+			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f%%\t%.0f / %.0f\t%.0f\t%.0f\t\n", r.name, gen, pre, r.m[llmpolicy.MetricDecodeTime], 100*pre/gen,
+				r.m[llmpolicy.MetricPrefillTokens], r.m[llmpolicy.MetricPromptTokens], r.m[llmpolicy.MetricReusedTokens], r.m[llmpolicy.MetricSharedTokens])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "gen stage: %.2fx faster with prefix caching; prefill %.2fx\n", off["timing_s/gen"]/met["timing_s/gen"],
+			off[llmpolicy.MetricPrefillTime]/met[llmpolicy.MetricPrefillTime])
+	}
 	// a random model writes no <think> block, so the step's collapse stage
 	// had nothing to score: score what it would have, apart
 	cs, cdt, err := collapseCost(c, G*N)
@@ -115,6 +119,50 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 	fmt.Fprintf(w, "collapse diagnostics at upstream's defaults, had every reply been a 400-token reasoning (both families: two %dx%d matrices, 600-token prompts, micro batch 128, compute dtype %s): %.2f s = %.1f%% of the step\n",
 		G*N, G*N, cdt, cs, 100*cs/step)
 	return nil
+}
+
+// starpoStep runs one `ragen train` step at c's shape with L layers and
+// G groups of N, prefix caching on or off, and returns the step's logged
+// metrics and the process wall time.
+func starpoStep(c llm.Config, L, G, N int, reuse bool) (map[string]float64, float64, error) {
+	dir, err := os.MkdirTemp("", "ragen-bench-starpo-")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"train", "model_path=tiny",
+		"+demo.model.vocab_size=" + strconv.Itoa(c.VocabSize), "+demo.model.hidden_size=" + strconv.Itoa(c.HiddenSize),
+		"+demo.model.intermediate_size=" + strconv.Itoa(c.IntermediateSize), "+demo.model.num_hidden_layers=" + strconv.Itoa(L),
+		"+demo.model.num_attention_heads=" + strconv.Itoa(c.NumAttentionHeads), "+demo.model.num_key_value_heads=" + strconv.Itoa(c.NumKeyValueHeads),
+		"+demo.model.max_position_embeddings=4096", "+demo.model.tie_word_embeddings=True",
+		"es_manager.train.env_groups=" + strconv.Itoa(G), "es_manager.train.group_size=" + strconv.Itoa(N),
+		"es_manager.train.env_configs.n_groups=[" + strconv.Itoa(G) + "]", "ppo_mini_batch_size=" + strconv.Itoa(G*N),
+		"trainer.total_training_steps=1", "trainer.val_before_train=False", "trainer.test_freq=-1", "trainer.save_freq=-1",
+		"trainer.logger=[jsonl]", "trainer.default_local_dir=" + dir, "trainer.experiment_name=starpo_bench",
+		"trainer.generations_to_log_to_wandb.val=0",
+		"actor_rollout_ref.rollout.enable_prefix_caching=" + map[bool]string{true: "True", false: "False"}[reuse]}
+	t0 := time.Now()
+	if err := cli.Run(context.Background(), args); err != nil {
+		return nil, 0, fmt.Errorf("ragen train %s: %w", strings.Join(args[1:], " "), err)
+	}
+	wall := time.Since(t0).Seconds()
+	var met map[string]float64
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") || met != nil {
+			return err
+		}
+		recs, rerr := track.ReadJSONL(p)
+		if rerr == nil && len(recs) > 0 {
+			if _, ok := recs[len(recs)-1].Data["timing_s/step"]; ok {
+				met = recs[len(recs)-1].Data
+			}
+		}
+		return nil
+	})
+	if err != nil || met == nil {
+		return nil, 0, fmt.Errorf("no metrics with timing_s/step under %s (%v)", dir, err)
+	}
+	return met, wall, nil
 }
 
 // collapseCost times the collapse scoring of n trajectories whose replies

@@ -147,6 +147,7 @@ func rolloutConfig(t *config.Tree) (ragen.Config, error) {
 	r.int("actor_rollout_ref.rollout.top_k", &ro.TopK)
 	r.int("actor_rollout_ref.rollout.response_length", &ro.ResponseLength)
 	r.int("actor_rollout_ref.rollout.max_model_len", &ro.MaxModelLen)
+	r.bool("actor_rollout_ref.rollout.enable_prefix_caching", &ro.EnablePrefixCaching)
 	r.bool("actor_rollout_ref.rollout.val_kwargs.do_sample", &ro.ValKwargs.DoSample)
 	r.float("actor_rollout_ref.rollout.val_kwargs.temperature", &ro.ValKwargs.Temperature)
 	r.float("actor_rollout_ref.rollout.val_kwargs.top_p", &ro.ValKwargs.TopP)

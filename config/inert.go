@@ -33,7 +33,7 @@ var InertReasons = []InertReason{
 			"actor_rollout_ref.rollout.max_num_seqs", "actor_rollout_ref.rollout.enable_chunked_prefill",
 			"actor_rollout_ref.rollout.disable_log_stats", "actor_rollout_ref.rollout.load_format",
 			"actor_rollout_ref.rollout.name", "actor_rollout_ref.rollout.mode", "actor_rollout_ref.rollout.dtype",
-			"actor_rollout_ref.rollout.layered_summon", "actor_rollout_ref.rollout.enable_prefix_caching",
+			"actor_rollout_ref.rollout.layered_summon",
 			"actor_rollout_ref.rollout.swap_space", "actor_rollout_ref.rollout.engine_kwargs.**",
 			"actor_rollout_ref.hybrid_engine"}},
 	{"kernels", "a PyTorch/veRL kernel switch: libtorch computes the same quantities in one pass here (entropy, log-probs, padding-free batches are not separate code paths)",

@@ -40,6 +40,25 @@
 // ragen/llmpolicy adapts it to ragen.Policy (llm does not import the
 // rollout core).
 //
+// # Prefix caching
+//
+// A multi-turn rollout prompts each trajectory with its whole history every
+// turn. With a [PrefixCache] in [GenOptions].Prefix and a key per prompt
+// (GenOptions.PrefixKeys, one per trajectory), Generate keeps each
+// sequence's KV after the call, and a later prompt with the same key loads
+// the KV of its longest common prefix (on token ids: a history that
+// re-tokenizes differently, or a context window that dropped old turns,
+// reuses what still matches) and prefills only the rest. Rows are sorted by
+// the tokens they still need and prefilled in chunks of similar need.
+// Identical prompts of one call (a GRPO group's first prompt) are prefilled
+// once and their KV and logits copied. Both are on by default
+// (GenOptions.NoPrefixCaching turns them off) and give the tokens and
+// log-probs of a full prefill up to float rounding, with left padding,
+// rows that stop early, per-row sampling streams, LoRA, float32 and bf16
+// (TestPrefixReuseEqualsFullPrefill). The cache holds at most a cap of
+// tokens, least recently used first out, and Close frees it;
+// [PrefixStats] count the tokens reused, shared and prefilled.
+//
 // # Speed
 //
 // Decoding uses fp32 AVX-512 (or AVX2) kernels in the shim for the few-row

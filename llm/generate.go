@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"ragen/internal/torch/fused"
 	"ragen/llm/tokenizer"
@@ -34,6 +35,21 @@ type GenOptions struct {
 	// Stream, if set, receives each sequence's text as it grows (never text
 	// past a stop string).
 	Stream func(seq int, delta string)
+	// Prefix, if set, keeps each sequence's KV cache after the call under
+	// its key (PrefixKeys), and a later prompt with the same key prefills
+	// only the tokens after its longest common prefix with that entry (see
+	// PrefixCache).
+	Prefix *PrefixCache
+	// PrefixKeys names each prompt's trajectory in Prefix (one per prompt;
+	// "": neither looked up nor stored).
+	PrefixKeys []string
+	// NoPrefixCaching turns prefix caching off: every prompt is prefilled
+	// in full and Prefix is neither read nor written (its Stats still count
+	// the work). By default identical prompts of one call (a GRPO group's
+	// first turn) are prefilled once, their KV and logits copied to the
+	// others, and Prefix, when set, is used. Either way the tokens agree up
+	// to float rounding.
+	NoPrefixCaching bool
 }
 
 // GenResult is one generated sequence.
@@ -63,6 +79,8 @@ type seqState struct {
 // wanted. Under bf16 mixed precision (Options.ComputeDType) it computes in
 // bf16, with bf16 copies of the weights made once per call and bf16 KV
 // caches, as veRL's rollouts run in bf16; otherwise in the parameters' dtype.
+// Unless opt.NoPrefixCaching, identical prompts are prefilled once and, with
+// opt.Prefix, prompts continue the KV of earlier calls (PrefixCache).
 func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [][]int, opt GenOptions) ([]GenResult, error) {
 	if len(prompts) == 0 {
 		return nil, nil
@@ -75,6 +93,21 @@ func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [
 	}
 	if opt.RowSeeds != nil && len(opt.RowSeeds) != len(prompts) {
 		return nil, fmt.Errorf("llm: generate: %d row seeds for %d prompts", len(opt.RowSeeds), len(prompts))
+	}
+	if opt.PrefixKeys != nil && len(opt.PrefixKeys) != len(prompts) {
+		return nil, fmt.Errorf("llm: generate: %d prefix keys for %d prompts", len(opt.PrefixKeys), len(prompts))
+	}
+	if c := opt.Prefix; c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return nil, fmt.Errorf("llm: generate: prefix cache used after Close")
+		}
+		if c.model == nil {
+			c.model = m
+		} else if c.model != m {
+			return nil, fmt.Errorf("llm: generate: prefix cache holds another model's KV")
+		}
 	}
 	V := m.cfg.VocabSize
 	P := 0
@@ -156,16 +189,26 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	dev := m.opt.Device
 	s := torch.NewScope()
 	defer s.Close()
+	t0 := time.Now()
+	cache, keys := opt.Prefix, opt.PrefixKeys
+	// batch row -> sequence; with prefix caching the plan orders the rows
+	// (rows that run, by new-token count, then copies of identical prompts)
+	rows := make([]int, B)
+	for i := range rows {
+		rows[i] = i
+	}
+	var plan *prefillPlan
+	if !opt.NoPrefixCaching {
+		plan = m.planPrefill(cache, prompts, keys, P)
+		rows = plan.order
+	}
 	// the whole-length attention mask: real prompt tokens and every generated slot
-	padded := make([][]int, B)
 	full := make([]int64, B*L)
-	for b, p := range prompts {
-		padded[b] = p
-		for t := P - len(p); t < L; t++ {
+	for b, q := range rows {
+		for t := P - len(prompts[q]); t < L; t++ {
 			full[b*L+t] = 1
 		}
 	}
-	ids, pos, _ := PadBatch(s, padded, pad, true, dev)
 	attn := s.Own(torch.From(full, int64(B), int64(L)))
 	if dev != torch.CPU && attn != nil {
 		attn = s.To(attn, torch.Int64, dev)
@@ -216,13 +259,55 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	sh := m.shape()
 	cur := torch.NewScope()
 	defer func() { cur.Close() }()
-	logits := m.prefill(cur, w, sh, ids, pos, kbias, caches)
+	var logits *torch.Tensor
+	if plan != nil {
+		logits = m.prefillPlanned(cur, w, sh, plan, prompts, pad, P, kbias, caches)
+		// one generator over the batch draws row by row: sequence order
+		// keeps the draws those of a call without prefix caching
+		if rowGens == nil && opt.Temperature > 0 && !identity(rows) {
+			back := make([]int64, B)
+			for r, q := range rows {
+				back[q] = int64(r)
+			}
+			idx := cur.Own(torch.From(back))
+			if dev != torch.CPU && idx != nil {
+				idx = cur.To(idx, torch.Int64, dev)
+			}
+			if cur.Err() == nil {
+				cur.Fail(torch.SelectRowsInPlace(append(caches, kbias), 0, idx))
+			}
+			logits = cur.IndexSelect(logits, 0, idx)
+			rows = make([]int, B)
+			for i := range rows {
+				rows[i] = i
+			}
+		}
+	} else {
+		ids, pos, _ := PadBatch(cur, prompts, pad, true, dev)
+		logits = m.prefill(cur, w, sh, ids, pos, kbias, caches, 0, 0)
+	}
 	if err := cur.Err(); err != nil {
 		return fmt.Errorf("llm: generate: prefill: %w", err)
 	}
-	rows := make([]int, B) // batch row -> sequence
-	for i := range rows {
-		rows[i] = i
+	store := plan != nil && cache != nil && keys != nil
+	if cache != nil {
+		st := &cache.stats
+		st.Prompts += int64(B)
+		for _, p := range prompts {
+			st.PromptTokens += int64(len(p))
+		}
+		if plan != nil {
+			for _, q := range plan.order[:plan.nReps] {
+				st.ReusedTokens += int64(plan.reuse[q])
+			}
+			st.SharedTokens += plan.shared
+			st.PrefilledTokens += plan.prefill
+		} else {
+			st.PrefilledTokens += int64(B * P)
+		}
+		t1 := time.Now()
+		st.Prefill += t1.Sub(t0)
+		defer func() { st.Decode += time.Since(t1) }()
 	}
 	for step := 0; step < opt.MaxNewTokens; step++ {
 		if err := ctx.Err(); err != nil {
@@ -273,6 +358,18 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 		}
 		// drop finished rows once at least half of the batch is done
 		if active <= len(rows)/2 {
+			if store {
+				done := map[int]int{}
+				for r, sq := range rows {
+					if seqs[sq].done {
+						done[sq] = r
+					}
+				}
+				if err := m.storeRows(cache, keys, prompts, seqs, done, P, caches); err != nil {
+					next.Close()
+					return err
+				}
+			}
 			keep := make([]int64, 0, active)
 			var nrows []int
 			var ntoks []int64
@@ -329,35 +426,61 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 			m.finishText(q, i, tok, opt)
 		}
 	}
+	if store {
+		left := map[int]int{}
+		for r, sq := range rows {
+			left[sq] = r
+		}
+		if err := m.storeRows(cache, keys, prompts, seqs, left, P, caches); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func identity(rows []int) bool {
+	for i, r := range rows {
+		if i != r {
+			return false
+		}
+	}
+	return true
 }
 
 // prefillScoreElems bounds the attention scores one prefill call
 // materialises (rows x heads x P x P floats, 64M = 256 MiB in float32).
 var prefillScoreElems int64 = 1 << 26 // a variable for the tests
 
-// prefill runs the prompts (B,P) through the model, filling the KV caches,
-// and returns the last position's logits (B,1,V). The attention of a prompt
-// batch holds B x heads x P x P scores at once (3 GB for 128 rows of 850
-// tokens at 4 heads), so the rows go through in groups that keep it under
-// prefillScoreElems; each group writes its rows of the caches through views.
-func (m *Model) prefill(s *torch.Scope, w *fused.Weights, sh fused.Shape, ids, pos, kbias *torch.Tensor, caches []*torch.Tensor) *torch.Tensor {
-	B, P := ids.Size(0), ids.Size(1)
-	per := int64(m.cfg.NumAttentionHeads) * P * P
+// prefill runs ids (n,T) through the model as batch rows [row0, row0+n)
+// of the KV caches, the T tokens at cache slots [cachePos, cachePos+T),
+// and returns the last position's logits (n,1,V). The attention of a prompt
+// batch holds n x heads x T x (cachePos+T) scores at once (3 GB for 128 rows
+// of 850 tokens at 4 heads), so the rows go through in groups that keep it
+// under prefillScoreElems; each group writes its rows of the caches through
+// views.
+func (m *Model) prefill(s *torch.Scope, w *fused.Weights, sh fused.Shape, ids, pos, kbias *torch.Tensor, caches []*torch.Tensor, row0, cachePos int64) *torch.Tensor {
+	if s.Err() != nil {
+		return nil
+	}
+	B, T := ids.Size(0), ids.Size(1)
+	per := int64(m.cfg.NumAttentionHeads) * T * (cachePos + T)
 	rows := max(1, prefillScoreElems/max(per, 1))
-	if rows >= B {
+	if rows >= B && row0 == 0 && B == kbias.Size(0) {
 		return fused.Forward(s, w, sh, fused.ForwardArgs{IDs: ids, Pos: pos, Cos: m.cos, Sin: m.sin,
-			KeyBias: kbias, KV: caches, CachePos: 0, LastOnly: true, NoGrad: true})
+			KeyBias: kbias, KV: caches, CachePos: cachePos, LastOnly: true, NoGrad: true})
 	}
 	var parts []*torch.Tensor
 	for b0 := int64(0); b0 < B; b0 += rows {
 		n := min(rows, B-b0)
 		kv := make([]*torch.Tensor, len(caches))
 		for i, c := range caches {
-			kv[i] = s.Narrow(c, 0, b0, n)
+			kv[i] = s.Narrow(c, 0, row0+b0, n)
 		}
 		parts = append(parts, fused.Forward(s, w, sh, fused.ForwardArgs{IDs: s.Narrow(ids, 0, b0, n), Pos: s.Narrow(pos, 0, b0, n),
-			Cos: m.cos, Sin: m.sin, KeyBias: s.Narrow(kbias, 0, b0, n), KV: kv, CachePos: 0, LastOnly: true, NoGrad: true}))
+			Cos: m.cos, Sin: m.sin, KeyBias: s.Narrow(kbias, 0, row0+b0, n), KV: kv, CachePos: cachePos, LastOnly: true, NoGrad: true}))
+	}
+	if len(parts) == 1 {
+		return parts[0]
 	}
 	return s.Cat(parts, 0)
 }

@@ -37,6 +37,11 @@ type Batch struct {
 	EpisodeScores []float32
 	// Metrics are the batch metrics of spec §3.9.
 	Metrics map[string]float64
+	// GenMetrics are the policy's own metrics of the rollout
+	// (RolloutScoped), of this rank only: generation timings and prefix
+	// cache counters. They stay out of Metrics, which depend only on the
+	// trajectories.
+	GenMetrics map[string]float64
 	// Collapse holds the collapse-diagnostics data when the rollout asked
 	// for it (full mode only); nil otherwise.
 	Collapse *CollapseData

@@ -106,6 +106,14 @@ type RolloutConfig struct {
 	ResponseLength int            `yaml:"response_length"` // max new tokens per turn
 	MaxModelLen    int            `yaml:"max_model_len"`   // prompt budget for truncation
 	ValKwargs      SamplingConfig `yaml:"val_kwargs"`
+	// EnablePrefixCaching (vLLM's name; default true) lets the policy keep
+	// each trajectory's KV cache between turns, so that a turn prefills
+	// only what its prompt adds to the previous turn's prompt and answer,
+	// and prefill a group's identical first prompts once: the rollout
+	// gives every request its trajectory's GenRequest.PrefixKey. Off, every
+	// prompt is prefilled in full. The tokens agree either way (up to
+	// float rounding).
+	EnablePrefixCaching bool `yaml:"enable_prefix_caching"`
 }
 
 // SamplingConfig is rollout.val_kwargs.
@@ -229,7 +237,7 @@ func DefaultConfig() Config {
 		},
 		Seed: SeedConfig{Train: i64(10000), Val: i64(123)},
 		Rollout: RolloutConfig{
-			Temperature: 1, TopP: 1, TopK: -1, ResponseLength: 400, MaxModelLen: 3600,
+			Temperature: 1, TopP: 1, TopK: -1, ResponseLength: 400, MaxModelLen: 3600, EnablePrefixCaching: true,
 			ValKwargs: SamplingConfig{DoSample: true, Temperature: 0.5, TopP: 1, TopK: -1},
 		},
 		CustomEnvs:         map[string]EnvSpec{},

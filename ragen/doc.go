@@ -14,7 +14,11 @@
 //     and response masks, token-level scores, reward normalisation.
 //   - AgentProxy runs the turn loop against a Policy and returns a Batch of
 //     plain Go slices; with agent_proxy.pipeline_parts > 1 envs of one part
-//     step while the model generates for another.
+//     step while the model generates for another. With
+//     rollout.enable_prefix_caching (on by default) every request carries
+//     its trajectory's PrefixKey, so that a policy with a prefix cache
+//     prefills only what a turn adds to the history; a RolloutScoped
+//     policy's EndRollout frees that cache when the rollout's turns end.
 //   - Policy has two implementations here: ScriptedPolicy for tests and
 //     benchmarks and OpenAIPolicy for OpenAI-compatible chat-completions
 //     servers.

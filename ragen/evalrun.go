@@ -240,6 +240,15 @@ func (f *failTracker) fail(envID int, err error) {
 	f.mu.Unlock()
 }
 
+// EndRollout passes the end of a rollout on to the wrapped policy when it
+// keeps state over a rollout (RolloutScoped).
+func (f *failTracker) EndRollout() map[string]float64 {
+	if rs, ok := f.inner.(RolloutScoped); ok {
+		return rs.EndRollout()
+	}
+	return nil
+}
+
 // Generate implements Policy; it fails only when ctx ends.
 func (f *failTracker) Generate(ctx context.Context, reqs []GenRequest) ([]Generation, error) {
 	out := make([]Generation, len(reqs))

@@ -33,6 +33,12 @@ type GenRequest struct {
 	// ignore it.
 	Seed   uint64
 	Seeded bool
+	// PrefixKey names the trajectory the request continues (the same for
+	// every turn of one env in one rollout, distinct otherwise), so that
+	// a policy with a prefix cache reuses the KV of the trajectory's
+	// earlier turns. The rollout sets it when rollout.enable_prefix_caching
+	// is on; empty, a policy prefills the prompt in full.
+	PrefixKey string
 }
 
 // Generation is the model's answer to one request.
@@ -47,6 +53,16 @@ type Generation struct {
 // Generation per request, in order. Implementations batch as they like.
 type Policy interface {
 	Generate(ctx context.Context, reqs []GenRequest) ([]Generation, error)
+}
+
+// RolloutScoped is implemented by policies that keep state over the turns
+// of a rollout, such as the KV caches of its trajectories (prefix caching).
+// The agent proxy calls EndRollout once a rollout's turns are done, failed
+// or not: the policy frees that state and returns its own metrics of the
+// rollout (this rank's: timings and cache counters; may be nil), which the
+// batch carries as Batch.GenMetrics.
+type RolloutScoped interface {
+	EndRollout() map[string]float64
 }
 
 // ScriptFunc returns the response of env envID at turn turn.

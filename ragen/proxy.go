@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"ragen/env"
 	"ragen/llm/tokenizer"
@@ -22,6 +24,9 @@ type AgentProxy struct {
 	policy Policy
 	tok    tokenizer.Tokenizer
 	sets   map[env.Mode]*rolloutSet
+	// rollouts counts the rollouts begun (prefix keys of one rollout never
+	// match another's)
+	rollouts atomic.Uint64
 }
 
 type rolloutSet struct {
@@ -198,13 +203,12 @@ func (a *AgentProxy) RolloutWith(ctx context.Context, mode env.Mode, opt Rollout
 		parts = len(outs)
 	}
 	sp := a.cfg.Sampling(mode)
-	if len(outs) == 0 {
-		// this rank owns no group (fewer groups than ranks)
-	} else if parts <= 1 {
-		if err := a.turnLoop(ctx, s, outs, sp); err != nil {
-			return nil, err
-		}
-	} else if err := a.pipelined(ctx, s, outs, parts, sp); err != nil {
+	keys := "" // prefix of the trajectories' prefix keys; "" = off
+	if a.cfg.Rollout.EnablePrefixCaching {
+		keys = fmt.Sprintf("%s/%d/", mode, a.rollouts.Add(1))
+	}
+	genMet, err := a.turns(ctx, s, outs, parts, sp, keys)
+	if err != nil {
 		return nil, err
 	}
 	states := s.es.GetRolloutStates()
@@ -217,12 +221,31 @@ func (a *AgentProxy) RolloutWith(ctx context.Context, mode env.Mode, opt Rollout
 	if err != nil {
 		return nil, err
 	}
+	b.GenMetrics = genMet
 	if opt.Collapse && a.cfg.AgentProxy.ContextWindowMode == ModeFull {
 		if b.Collapse, err = s.cm.Collapse(states); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// turns runs the turn loops of this rank's envs (pipelined in parts when
+// asked) and then ends the policy's rollout state (RolloutScoped), failed
+// or not, returning the policy's metrics of it.
+func (a *AgentProxy) turns(ctx context.Context, s *rolloutSet, outs []*EnvOutput, parts int, sp SamplingParams, keys string) (met map[string]float64, err error) {
+	if rs, ok := a.policy.(RolloutScoped); ok {
+		defer func() { met = rs.EndRollout() }()
+	}
+	switch {
+	case len(outs) == 0:
+		// this rank owns no group (fewer groups than ranks)
+	case parts <= 1:
+		err = a.turnLoop(ctx, s, outs, sp, keys)
+	default:
+		err = a.pipelined(ctx, s, outs, parts, sp, keys)
+	}
+	return met, err
 }
 
 type shardEpisodes struct{ Envs []EnvOutput }
@@ -283,7 +306,7 @@ func gatherStates(ctx context.Context, sh *Shard, states []*EnvOutput, groups in
 // concurrently: while the model generates for one part, the envs of another
 // part step. Each env's trajectory depends only on its own prompts and
 // responses, so the result equals the plain loop for a deterministic policy.
-func (a *AgentProxy) pipelined(ctx context.Context, s *rolloutSet, outs []*EnvOutput, parts int, sp SamplingParams) error {
+func (a *AgentProxy) pipelined(ctx context.Context, s *rolloutSet, outs []*EnvOutput, parts int, sp SamplingParams, keys string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, parts)
@@ -293,7 +316,7 @@ func (a *AgentProxy) pipelined(ctx context.Context, s *rolloutSet, outs []*EnvOu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.turnLoop(ctx, s, outs[lo:hi], sp); err != nil {
+			if err := a.turnLoop(ctx, s, outs[lo:hi], sp, keys); err != nil {
 				errs[k] = err
 				cancel()
 			}
@@ -308,8 +331,9 @@ func (a *AgentProxy) pipelined(ctx context.Context, s *rolloutSet, outs []*EnvOu
 	return errors.Join(errs...)
 }
 
-// turnLoop runs up to max_turn turns for the given (active) envs.
-func (a *AgentProxy) turnLoop(ctx context.Context, s *rolloutSet, active []*EnvOutput, sp SamplingParams) error {
+// turnLoop runs up to max_turn turns for the given (active) envs. A
+// request's prefix key is keys + its env id (none when keys is empty).
+func (a *AgentProxy) turnLoop(ctx context.Context, s *rolloutSet, active []*EnvOutput, sp SamplingParams, keys string) error {
 	for turn := 0; turn < a.cfg.AgentProxy.MaxTurn && len(active) > 0; turn++ {
 		prompts, err := s.cm.Prompts(active)
 		if err != nil {
@@ -323,6 +347,9 @@ func (a *AgentProxy) turnLoop(ctx context.Context, s *rolloutSet, active []*EnvO
 				return err
 			}
 			reqs[i].Seed, reqs[i].Seeded = StreamSeed(s.es.mode, envSeed, p.EnvID, p.Turn), true
+			if keys != "" {
+				reqs[i].PrefixKey = keys + strconv.Itoa(p.EnvID)
+			}
 		}
 		gens, err := a.policy.Generate(ctx, reqs)
 		if err != nil {

@@ -370,6 +370,9 @@ func (t *Trainer) trainStep(ctx context.Context, step int) (map[string]float64, 
 	if batch == nil {
 		return nil, "", errors.New("rollout returned no batch")
 	}
+	// the policy's own timings and counters of the rollout (this rank's:
+	// timing_s/gen_prefill, perf/prefill_tokens, ...)
+	maps.Copy(met, batch.GenMetrics)
 	t.st.SeedCounter += int64(cfg.ESManager.Train.EnvGroups)
 	// 3. collapse metrics on the unfiltered batch (upstream times this
 	// stage every step, also when nothing is computed).
