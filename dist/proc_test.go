@@ -1,13 +1,10 @@
 package dist
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"strconv"
+	"ragen/internal/testranks"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +30,7 @@ func TestMain(m *testing.M) {
 
 var workers = map[string]func() error{}
 
-// freePort returns a TCP port free on 127.0.0.1 right now.
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testranks.FreePort(t) }
 
 type result struct {
 	code int
@@ -52,33 +41,10 @@ type result struct {
 // at most limit; extra env entries go to every rank.
 func spawn(t testing.TB, n int, worker string, limit time.Duration, extra ...string) []result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	port := freePort(t)
-	cmds := make([]*exec.Cmd, n)
-	outs := make([]*bytes.Buffer, n)
-	for r := 0; r < n; r++ {
-		c := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		c.Env = append(os.Environ(),
-			"RAGEN_DIST_TEST_WORKER="+worker,
-			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), "OMP_NUM_THREADS=1")
-		c.Env = append(c.Env, extra...)
-		outs[r] = new(bytes.Buffer)
-		c.Stdout, c.Stderr = outs[r], outs[r]
-		c.WaitDelay = time.Second
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[r] = c
-	}
+	env := append([]string{"RAGEN_DIST_TEST_WORKER=" + worker}, extra...)
 	res := make([]result, n)
-	for r, c := range cmds {
-		err := c.Wait()
-		res[r] = result{code: c.ProcessState.ExitCode(), out: outs[r].String()}
-		if ctx.Err() != nil {
-			t.Fatalf("%s: rank %d still running after %v (killed): %v\n%s", worker, r, limit, err, res[r].out)
-		}
+	for r, x := range testranks.Spawn(t, n, limit, env...) {
+		res[r] = result{code: x.Code, out: x.Out}
 	}
 	return res
 }

@@ -1,18 +1,15 @@
 package llmpolicy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"ragen/internal/testranks"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -318,32 +315,9 @@ func dpWorker(reuse bool) error {
 // metrics per mode.
 func runRanks(t *testing.T, n int, reuse bool) ([]map[string]ragen.Generation, []map[string]float64) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
 	flag := map[bool]string{true: "on", false: "off"}[reuse]
-	cmds := make([]*exec.Cmd, n)
-	bufs := make([]*bytes.Buffer, n)
-	for r := range cmds {
-		c := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		c.Env = append(os.Environ(), "RAGEN_LLMPOLICY_DP_WORKER="+flag, "RAGEN_LLMPOLICY_DP_OUT="+dir, "OMP_NUM_THREADS=1",
-			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		bufs[r] = new(bytes.Buffer)
-		c.Stdout, c.Stderr = bufs[r], bufs[r]
-		c.WaitDelay = time.Second
-		require.NoError(t, c.Start())
-		cmds[r] = c
-	}
-	for r, c := range cmds {
-		if err := c.Wait(); err != nil {
-			t.Fatalf("rank %d of %d: %v\n%s", r, n, err, bufs[r])
-		}
-	}
+	testranks.SpawnOK(t, n, 120*time.Second, "RAGEN_LLMPOLICY_DP_WORKER="+flag, "RAGEN_LLMPOLICY_DP_OUT="+dir)
 	gens := make([]map[string]ragen.Generation, len(prefixModes))
 	met := make([]map[string]float64, len(prefixModes))
 	for i := range prefixModes {

@@ -1,17 +1,15 @@
 package starpo
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"ragen/internal/testranks"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,32 +212,9 @@ func seededBanditProxy(t testing.TB) *ragen.AgentProxy {
 // result (none when kill > 0).
 func runRanks(t *testing.T, n, steps int, dir string, kill int) dpResult {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	out := filepath.Join(t.TempDir(), "rank0.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmds := make([]*exec.Cmd, n)
-	bufs := make([]*bytes.Buffer, n)
-	for r := range cmds {
-		c := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		c.Env = append(os.Environ(), "RAGEN_STARPO_DP_WORKER=1", "RAGEN_STARPO_DP_STEPS="+strconv.Itoa(steps),
-			"RAGEN_STARPO_DP_DIR="+dir, "RAGEN_STARPO_DP_OUT="+out, "OMP_NUM_THREADS=1", "RAGEN_STARPO_DP_KILL="+strconv.Itoa(kill),
-			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		bufs[r] = new(bytes.Buffer)
-		c.Stdout, c.Stderr = bufs[r], bufs[r]
-		c.WaitDelay = time.Second
-		require.NoError(t, c.Start())
-		cmds[r] = c
-	}
-	for r, c := range cmds {
-		if err := c.Wait(); err != nil {
-			t.Fatalf("rank %d of %d: %v\n%s", r, n, err, bufs[r])
-		}
-	}
+	testranks.SpawnOK(t, n, 90*time.Second, "RAGEN_STARPO_DP_WORKER=1", "RAGEN_STARPO_DP_STEPS="+strconv.Itoa(steps),
+		"RAGEN_STARPO_DP_DIR="+dir, "RAGEN_STARPO_DP_OUT="+out, "RAGEN_STARPO_DP_KILL="+strconv.Itoa(kill))
 	var res dpResult
 	if kill > 0 {
 		return res
