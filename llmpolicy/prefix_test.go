@@ -55,42 +55,12 @@ func (r *recorder) EndRollout() map[string]float64 {
 	return m
 }
 
-// memGather is an in-process all-gather among n ranks (one round at a time).
-type memGather struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	n     int
-	round int
-	parts [][]byte
-	got   int
-	done  [][]byte
-}
-
-func (g *memGather) shard(rank int) *ragen.Shard {
-	return &ragen.Shard{Rank: rank, Size: g.n, AllGather: func(ctx context.Context, b []byte) ([][]byte, error) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		round := g.round
-		g.parts[rank] = append([]byte(nil), b...)
-		if g.got++; g.got == g.n {
-			g.done, g.parts, g.got = g.parts, make([][]byte, g.n), 0
-			g.round++
-			g.cond.Broadcast()
-		}
-		for g.round == round {
-			g.cond.Wait()
-		}
-		return g.done, nil
-	}}
-}
-
 // rollouts runs two train rollouts of FrozenLake groups on world ranks
 // (goroutines, each with its own copy of m) and returns every generation,
 // rank 0's batches' input ids and the ranks' generation metrics summed.
 func rollouts(t *testing.T, m *llm.Model, rc ragen.Config, world int) (map[string]ragen.Generation, string, map[string]float64) {
 	t.Helper()
-	g := &memGather{n: world, parts: make([][]byte, world)}
-	g.cond = sync.NewCond(&g.mu)
+	shards := ragen.LocalShards(world)
 	recs := make([]*recorder, world)
 	fps := make([]string, world)
 	errs := make([]error, world)
@@ -105,7 +75,7 @@ func rollouts(t *testing.T, m *llm.Model, rc ragen.Config, world int) (map[strin
 			defer wg.Done()
 			var sh *ragen.Shard
 			if world > 1 {
-				sh = g.shard(r)
+				sh = shards[r]
 			}
 			a, err := ragen.NewAgentProxy(rc, tokenizer.NewByte(), ragen.DefaultProvider(), recs[r])
 			if err != nil {

@@ -6,48 +6,13 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"ragen/env"
 	"ragen/llm/tokenizer"
 )
-
-// memGather is an in-process all-gather among n goroutines (one round at a
-// time).
-type memGather struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	n     int
-	round int
-	parts [][]byte
-	got   int
-	done  [][]byte
-}
-
-func newMemGather(n int) *memGather {
-	g := &memGather{n: n, parts: make([][]byte, n)}
-	g.cond = sync.NewCond(&g.mu)
-	return g
-}
-
-func (g *memGather) shard(rank int) *Shard {
-	return &Shard{Rank: rank, Size: g.n, AllGather: func(ctx context.Context, b []byte) ([][]byte, error) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		round := g.round
-		g.parts[rank] = append([]byte(nil), b...)
-		if g.got++; g.got == g.n {
-			g.done, g.parts, g.got = g.parts, make([][]byte, g.n), 0
-			g.round++
-			g.cond.Broadcast()
-		}
-		for g.round == round {
-			g.cond.Wait()
-		}
-		return g.done, nil
-	}}
-}
 
 // seededScript answers at random from the request's own stream, as a
 // sampling model would.
@@ -90,12 +55,12 @@ func TestShardedRolloutMatchesOneProcess(t *testing.T) {
 	}
 	one := rollouts(nil)
 	for _, n := range []int{1, 2, 3, 7} {
-		g := newMemGather(n)
+		shards := LocalShards(n)
 		fps := make([]string, n)
 		var wg sync.WaitGroup
 		for r := range n {
 			wg.Add(1)
-			go func() { defer wg.Done(); fps[r] = rollouts(g.shard(r)) }()
+			go func() { defer wg.Done(); fps[r] = rollouts(shards[r]) }()
 		}
 		wg.Wait()
 		for r, fp := range fps {
@@ -129,4 +94,36 @@ func TestShardOwnsContiguousBlocks(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorContains(t, (&Shard{Rank: 0, Size: 2}).validate(), "AllGather")
 	require.ErrorContains(t, (&Shard{Rank: 2, Size: 2}).validate(), "rank 2 of 2")
+}
+
+// LocalShards: every rank gets every rank's bytes in rank order, round
+// after round; a rank waiting for absent peers returns when its ctx ends.
+func TestLocalShards(t *testing.T) {
+	sh := LocalShards(3)
+	for round := range 2 {
+		got := make([][][]byte, 3)
+		var wg sync.WaitGroup
+		for r := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var err error
+				got[r], err = sh[r].AllGather(context.Background(), []byte{byte(10*round + r)})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		for r := range 3 {
+			if fmt.Sprint(got[r]) != fmt.Sprint([][]byte{{byte(10 * round)}, {byte(10*round + 1)}, {byte(10*round + 2)}}) {
+				t.Fatalf("round %d rank %d: %v", round, r, got[r])
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := LocalShards(2)[0].AllGather(ctx, []byte{1}); err != context.DeadlineExceeded {
+		t.Fatalf("a rank alone: %v, want the deadline", err)
+	}
 }
