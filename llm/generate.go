@@ -193,10 +193,7 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	cache, keys := opt.Prefix, opt.PrefixKeys
 	// batch row -> sequence; with prefix caching the plan orders the rows
 	// (rows that run, by new-token count, then copies of identical prompts)
-	rows := make([]int, B)
-	for i := range rows {
-		rows[i] = i
-	}
+	rows := inOrder(B)
 	var plan *prefillPlan
 	if !opt.NoPrefixCaching {
 		plan = m.planPrefill(cache, prompts, keys, P)
@@ -277,10 +274,7 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 				cur.Fail(torch.SelectRowsInPlace(append(caches, kbias), 0, idx))
 			}
 			logits = cur.IndexSelect(logits, 0, idx)
-			rows = make([]int, B)
-			for i := range rows {
-				rows[i] = i
-			}
+			rows = inOrder(B)
 		}
 	} else {
 		ids, pos, _ := PadBatch(cur, prompts, pad, true, dev)
@@ -438,6 +432,16 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	return nil
 }
 
+// inOrder is the rows of n sequences in sequence order.
+func inOrder(n int) []int {
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = i
+	}
+	return rows
+}
+
+// identity says whether rows are in sequence order.
 func identity(rows []int) bool {
 	for i, r := range rows {
 		if i != r {
