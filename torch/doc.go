@@ -34,8 +34,10 @@
 //
 // # Threads
 //
-// SetNumThreads sets libtorch's intra-op thread count (and OpenMP BLAS's)
-// once at start-up; the shim re-applies it on every OS thread that calls in.
+// libtorch's intra-op thread count (and OpenMP BLAS's) defaults to
+// OMP_NUM_THREADS when set, else the number of CPUs the process may run on;
+// SetNumThreads changes it once at start-up. The shim applies the count on
+// every OS thread that calls in.
 // Grad mode is thread-local in libtorch: NoGrad pins the goroutine to its
 // thread while it runs.
 //

@@ -143,7 +143,8 @@ func check(err error) error {
 }
 
 // SetNumThreads sets libtorch's intra-op thread count for the process (n < 1
-// means runtime.NumCPU()). Call it once at start-up.
+// means runtime.NumCPU()). Call it once at start-up; without it the count
+// is OMP_NUM_THREADS when set, else the CPUs the process may run on.
 func SetNumThreads(n int) {
 	if n < 1 {
 		n = runtime.NumCPU()

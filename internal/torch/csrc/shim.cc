@@ -6,6 +6,12 @@
 // Per-op headers only (TORCH_ASSERT_ONLY_METHOD_OPERATORS): 3.5 s per
 // compile instead of 18 s with <torch/torch.h>.
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/Formatting.h>
 #include <ATen/Parallel.h>
@@ -125,7 +131,22 @@
 #include "gemm.hpp"
 
 static std::atomic<int64_t> g_live{0};
-static std::atomic<int> g_threads{0};
+// The default intra-op thread count: OMP_NUM_THREADS when it is a positive
+// number, else the CPUs this process may run on. Without it a thread the Go
+// runtime created (the torch thread among them) ran libtorch's ops on one
+// thread: a program that never called SetNumThreads decoded 2.2x slower on
+// 2 cores.
+static int default_threads() {
+  if (const char* e = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    long v = std::strtol(e, &end, 10);
+    if (end != e && v > 0) return static_cast<int>(std::min<long>(v, 1 << 16));
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+static std::atomic<int> g_threads{default_threads()};
 static thread_local int t_threads = -1;
 
 // libtorch's intra-op thread count is per OS thread once a thread has run an
