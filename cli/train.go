@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"ragen/llmpolicy"
 	"ragen/ragen"
 	"ragen/starpo"
+	"ragen/torch"
 	"ragen/track"
 )
 
@@ -68,6 +70,11 @@ func (j *job) close() {
 		j.model.Close()
 	}
 	j.lock.release()
+	// the C heap keeps freed tensor memory for reuse within a run (see
+	// torch.ReleaseFreedMemory); a program that trains again next (a sweep,
+	// the StarPO bench) would otherwise see this run's peak as in use
+	runtime.GC()
+	torch.ReleaseFreedMemory()
 }
 
 // libraryConfigs maps the key tree onto the library packages' configs and

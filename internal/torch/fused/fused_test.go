@@ -44,11 +44,68 @@ func TestForwardNoLayers(t *testing.T) {
 // AVX-512 and AVX2 tiles, at most 16 rows without gradients) through the
 // head of a layerless forward at shapes that leave every tail: rows not a
 // multiple of the row tile, outputs not a multiple of the weight tile and
-// of the 48-feature blocks, hidden sizes not a multiple of the vector width.
-// The reference is float64 in Go.
+// of the 24-feature blocks, hidden sizes not a multiple of the vector width,
+// and hidden sizes split into chunks (1100: three float32 chunks, two bf16
+// ones). The reference is float64 in Go.
 func TestDecodeLinearShapes(t *testing.T) {
 	for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
 		t.Run(dt.String(), func(t *testing.T) { decodeLinearShapes(t, dt) })
+	}
+}
+
+// headOnly runs a layerless forward (embedding, RMSNorm, head) of the
+// one-token rows ids in dt without gradients (the decode kernels' path) and
+// returns its (len(ids), V) logits as float32.
+func headOnly(t *testing.T, dt torch.DType, emb, norm, head []float32, K int, ids []int64) []float32 {
+	t.Helper()
+	s := torch.NewScope()
+	M, V := int64(len(ids)), int64(len(head)/K)
+	pos := make([]int64, M)
+	one := make([]int64, M)
+	for i := range one {
+		one[i] = 1
+	}
+	in := func(x []float32, shape ...int64) *torch.Tensor { return s.Cast(s.Own(torch.From(x, shape...)), dt) }
+	out := Forward(s, &Weights{Embed: in(emb, V, int64(K)), Norm: in(norm, int64(K)), Head: in(head, V, int64(K))},
+		Shape{Heads: 1, KVHeads: 1, HeadDim: K, Eps: 1e-6},
+		ForwardArgs{IDs: s.Own(torch.From(ids, M, 1)), Pos: s.Own(torch.From(pos, M, 1)),
+			Cos: s.Full([]int64{1, int64(K)}, 1, torch.Float32, torch.CPU), Sin: s.Zeros([]int64{1, int64(K)}, torch.Float32, torch.CPU),
+			KeyBias: s.KeyBias(s.Own(torch.From(one, M, 1))), NoGrad: true})
+	got := s.Float32s(s.Cast(out, torch.Float32))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestDecodeLinearBatchInvariant: a row's decode projection is the same
+// bits whatever rows share its batch and wherever it sits among them (the
+// kernels add every row's products in one order), so a trajectory's tokens
+// do not depend on which other trajectories are still generating.
+func TestDecodeLinearBatchInvariant(t *testing.T) {
+	const V, K = 101, 1100
+	r := rand.New(rand.NewPCG(3, 4))
+	emb, head, norm := make([]float32, V*K), make([]float32, V*K), make([]float32, K)
+	for i := range emb {
+		emb[i], head[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+	}
+	for i := range norm {
+		norm[i] = float32(0.5 + r.Float64())
+	}
+	ids := make([]int64, 13)
+	for i := range ids {
+		ids[i] = int64(r.IntN(V))
+	}
+	for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
+		all := headOnly(t, dt, emb, norm, head, K, ids)
+		for m, id := range ids {
+			one := headOnly(t, dt, emb, norm, head, K, []int64{id})
+			for n := range one {
+				if math.Float32bits(one[n]) != math.Float32bits(all[m*V+n]) {
+					t.Fatalf("%s: row %d of 13, output %d: %v alone, %v in the batch", dt, m, n, one[n], all[m*V+n])
+				}
+			}
+		}
 	}
 }
 
@@ -73,9 +130,8 @@ func decodeLinearShapes(t *testing.T, dt torch.DType) {
 	if dt == torch.BFloat16 {
 		tol, floor, round = 2e-2, func(k int) float64 { return math.Sqrt(float64(k)) }, bf16Round
 	}
-	for _, K := range []int{37, 64, 200, 208} {
+	for _, K := range []int{37, 64, 200, 208, 1100} {
 		for _, M := range []int{1, 3, 5, 8, 13, 16, 17} {
-			s := torch.NewScope()
 			emb := make([]float32, V*K)
 			head := make([]float32, V*K)
 			norm := make([]float32, K)
@@ -87,22 +143,10 @@ func decodeLinearShapes(t *testing.T, dt torch.DType) {
 				norm[i] = round(float32(0.5 + r.Float64()))
 			}
 			ids := make([]int64, M)
-			pos := make([]int64, M)
-			one := make([]int64, M)
 			for i := range ids {
 				ids[i] = int64(r.IntN(V))
-				one[i] = 1
 			}
-			in := func(x []float32, shape ...int64) *torch.Tensor { return s.Cast(s.Own(torch.From(x, shape...)), dt) }
-			out := Forward(s, &Weights{Embed: in(emb, V, int64(K)), Norm: in(norm, int64(K)), Head: in(head, V, int64(K))},
-				Shape{Heads: 1, KVHeads: 1, HeadDim: K, Eps: 1e-6},
-				ForwardArgs{IDs: s.Own(torch.From(ids, int64(M), 1)), Pos: s.Own(torch.From(pos, int64(M), 1)),
-					Cos: s.Full([]int64{1, int64(K)}, 1, torch.Float32, torch.CPU), Sin: s.Zeros([]int64{1, int64(K)}, torch.Float32, torch.CPU),
-					KeyBias: s.KeyBias(s.Own(torch.From(one, int64(M), 1))), NoGrad: true})
-			got := s.Float32s(s.Cast(out, torch.Float32))
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
+			got := headOnly(t, dt, emb, norm, head, K, ids)
 			worst := 0.0
 			for m, id := range ids {
 				x := emb[int(id)*K : int(id+1)*K]
