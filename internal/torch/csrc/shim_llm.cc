@@ -56,6 +56,7 @@ namespace {
 
 using tt_cpu::cpu_has_avx2;
 using tt_cpu::exp256;
+using tt_cpu::exp512;
 using tt_cpu::hsum;
 using tt_cpu::isa_allows;
 
@@ -542,6 +543,133 @@ __attribute__((target("avx2,fma"))) void attend_rows(const float* q, const CT* k
   }
 }
 
+// The AVX-512 form for head sizes of 16, 32, 64 or 128 (DV vectors of 16):
+// the G = H/KV query heads that share a KV head attend together, so each key
+// and value row is read once for all of them (grouped-query attention: 7
+// heads a KV head at Qwen2.5-0.5B's shape, whose cache at a few thousand
+// tokens of context no longer fits in L2). Scores 16 keys at a time, their
+// dot products summed across lanes by one transposing reduction; the
+// weighted sum of values accumulates in registers, up to 24 vectors of heads
+// x head size at a time, and is scaled by the softmax's 1/sum once.
+
+// 16 vectors -> one whose lane i is the sum of a[i]'s lanes
+__attribute__((target("avx512f"), always_inline)) inline __m512 reduce16(const __m512* a) {
+  __m512 b[8], c[4], d[2];
+  for (int i = 0; i < 8; i++)
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 4; i++) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  for (int i = 0; i < 2; i++)
+    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xdd));
+}
+
+// 16 cache entries as float32
+__attribute__((target("avx512f"), always_inline)) inline __m512 ld16(const float* p) { return _mm512_loadu_ps(p); }
+__attribute__((target("avx512f"), always_inline)) inline __m512 ld16(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// Attention of query heads [kv*G, kv*G+G) of batch row b over keys [0,Lk)
+// of KV head kv. q, out (B,H,D) float32; caches (B,KV,Lmax,D); bias row
+// (Lk); sc: G x Lp scratch (Lp = Lk rounded up to 16); kf: 16 x D scratch.
+template <class CT, int DV>
+__attribute__((target("avx512f"))) void attend_group(const float* q, const CT* kc, const CT* vc, const float* bias,
+                                                     float* out, int64_t H, int64_t KV, int64_t Lmax, int64_t Lk,
+                                                     float scale, int64_t b, int64_t kv, float* sc, float* kf) {
+  constexpr int64_t D = 16 * DV;
+  constexpr int HB = DV >= 8 ? 3 : DV == 4 ? 6 : 8;  // heads per pass over the values
+  const int64_t G = H / KV, Lp = (Lk + 15) / 16 * 16;
+  const float* qg = q + (b * H + kv * G) * D;
+  float* og = out + (b * H + kv * G) * D;
+  const CT* K = kc + (b * KV + kv) * Lmax * D;
+  const CT* V = vc + (b * KV + kv) * Lmax * D;
+  const __m512 lowest = _mm512_set1_ps(std::numeric_limits<float>::lowest()), vscale = _mm512_set1_ps(scale);
+  for (int64_t l0 = 0; l0 < Lk; l0 += 16) {
+    const int64_t nl = std::min<int64_t>(16, Lk - l0);
+    // the block's keys as float32, zero rows past Lk
+    for (int64_t r = 0; r < 16; r++)
+      for (int c = 0; c < DV; c++)
+        _mm512_storeu_ps(kf + r * D + 16 * c, r < nl ? ld16(K + (l0 + r) * D + 16 * c) : _mm512_setzero_ps());
+    const __mmask16 mk = static_cast<__mmask16>((1u << nl) - 1);
+    const __m512 bv = _mm512_maskz_loadu_ps(mk, bias + l0);
+    for (int64_t h = 0; h < G; h++) {
+      __m512 qv[DV], acc[16];
+      for (int c = 0; c < DV; c++) qv[c] = _mm512_loadu_ps(qg + h * D + 16 * c);
+      for (int r = 0; r < 16; r++) {
+        acc[r] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kf + r * D));
+        for (int c = 1; c < DV; c++) acc[r] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kf + r * D + 16 * c), acc[r]);
+      }
+      const __m512 s = _mm512_max_ps(_mm512_fmadd_ps(reduce16(acc), vscale, bv), lowest);
+      _mm512_mask_storeu_ps(sc + h * Lp + l0, mk, s);
+    }
+  }
+  // softmax numerators and their sums, per head
+  float inv[64];
+  for (int64_t h = 0; h < G; h++) {
+    float* sh = sc + h * Lp;
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t l = 0; l < Lk; l++) mx = std::max(mx, sh[l]);
+    const int64_t L16 = Lk & ~int64_t(15);
+    const __m512 vm = _mm512_set1_ps(mx);
+    __m512 vs = _mm512_setzero_ps();
+    for (int64_t l = 0; l < L16; l += 16) {
+      const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sh + l), vm));
+      _mm512_storeu_ps(sh + l, e);
+      vs = _mm512_add_ps(vs, e);
+    }
+    float sum = _mm512_reduce_add_ps(vs);
+    for (int64_t l = L16; l < Lk; l++) {
+      sh[l] = std::exp(sh[l] - mx);
+      sum += sh[l];
+    }
+    inv[h] = 1.f / sum;
+  }
+  // out[h] = inv[h] * sum_l e[h,l] V[l], HB heads a pass
+  for (int64_t h0 = 0; h0 < G; h0 += HB) {
+    const int64_t hb = std::min<int64_t>(HB, G - h0);
+    __m512 acc[HB][DV];
+    for (int i = 0; i < HB; i++)
+      for (int c = 0; c < DV; c++) acc[i][c] = _mm512_setzero_ps();
+    for (int64_t l = 0; l < Lk; l++) {
+      __m512 vr[DV];
+      for (int c = 0; c < DV; c++) vr[c] = ld16(V + l * D + 16 * c);
+      for (int i = 0; i < HB; i++) {
+        if (i >= hb) break;
+        const __m512 p = _mm512_set1_ps(sc[(h0 + i) * Lp + l]);
+        for (int c = 0; c < DV; c++) acc[i][c] = _mm512_fmadd_ps(p, vr[c], acc[i][c]);
+      }
+    }
+    for (int i = 0; i < hb; i++)
+      for (int c = 0; c < DV; c++)
+        _mm512_storeu_ps(og + (h0 + i) * D + 16 * c, _mm512_mul_ps(acc[i][c], _mm512_set1_ps(inv[h0 + i])));
+  }
+}
+
+// attend_group for every batch row and KV head, in parallel
+template <class CT>
+void attend_groups(const float* q, const CT* kc, const CT* vc, const float* bias, float* out, int64_t B, int64_t H,
+                   int64_t KV, int64_t Lmax, int64_t Lk, int64_t D, float scale) {
+  const int64_t G = H / KV;
+  at::parallel_for(0, B * KV, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> sc(size_t(G * ((Lk + 15) / 16 * 16))), kf(size_t(16 * D));
+    for (int64_t i = lo; i < hi; i++) {
+      const int64_t b = i / KV, kv = i % KV;
+      auto one = [&](auto f) { f(q, kc, vc, bias + b * Lk, out, H, KV, Lmax, Lk, scale, b, kv, sc.data(), kf.data()); };
+      switch (D) {
+        case 16: one(attend_group<CT, 1>); break;
+        case 32: one(attend_group<CT, 2>); break;
+        case 64: one(attend_group<CT, 4>); break;
+        default: one(attend_group<CT, 8>); break;
+      }
+    }
+  });
+}
+
 // q (B,H,1,D) any layout; caches contiguous (B,KV,Lmax,D) of q's dtype,
 // float32 or bfloat16 (q is widened, the output rounded back); kbias
 // (B, >=Lk) float. Returns (B,H,1,D).
@@ -553,7 +681,13 @@ at::Tensor decode_attention(const at::Tensor& q, const at::Tensor& kc, const at:
   at::Tensor out = at::empty({B, H, 1, D}, qc.options());
   const float *qp = qc.data_ptr<float>(), *bp = bc.data_ptr<float>();
   float* op = out.data_ptr<float>();
+  const int64_t G = H / KV;
+  const bool grouped = cpu_has_avx512() && (D == 16 || D == 32 || D == 64 || D == 128) && G <= 64;
   auto run = [&](const auto* kp, const auto* vp) {
+    if (grouped) {
+      attend_groups(qp, kp, vp, bp, op, B, H, KV, Lmax, Lk, D, (float)scale);
+      return;
+    }
     at::parallel_for(0, B * H, 1, [&](int64_t lo, int64_t hi) {
       std::vector<float> sc((size_t)Lk);
       for (int64_t i = lo; i < hi; i++)

@@ -171,7 +171,8 @@ func decodeLinearShapes(t *testing.T, dt torch.DType) {
 	}
 }
 
-// TestDecodeKernelsNarrowISA reruns TestDecodeLinearShapes with the kernels
+// TestDecodeKernelsNarrowISA reruns TestDecodeLinearShapes and
+// TestDecodeAttentionMatchesFull with the kernels
 // held to AVX2 and to plain ATen (RAGEN_CPU_ISA), the paths a wider CPU
 // never takes.
 func TestDecodeKernelsNarrowISA(t *testing.T) {
@@ -179,10 +180,100 @@ func TestDecodeKernelsNarrowISA(t *testing.T) {
 		t.Skip("already running under RAGEN_CPU_ISA")
 	}
 	for _, isa := range []string{"avx2", "generic"} {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestDecodeLinearShapes$", "-test.count=1")
+		cmd := exec.Command(os.Args[0], "-test.run", "^(TestDecodeLinearShapes|TestDecodeAttentionMatchesFull)$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "RAGEN_CPU_ISA="+isa)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("RAGEN_CPU_ISA=%s: %v\n%s", isa, err, out)
 		}
+	}
+}
+
+// TestDecodeAttentionMatchesFull: a one-token decode step through the KV
+// cache (the grouped AVX-512 attention, or the per-head form at other head
+// sizes) gives the logits of a full forward over the whole sequence, at
+// head sizes 16 to 128 and 1 to 7 query heads a KV head, over a context
+// that is not a multiple of 16, with a left-padded row.
+func TestDecodeAttentionMatchesFull(t *testing.T) {
+	for _, c := range []struct{ H, KV, D int }{{4, 2, 16}, {6, 2, 32}, {14, 2, 64}, {6, 2, 128}, {3, 3, 24}} {
+		for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
+			decodeVsFull(t, c.H, c.KV, c.D, dt)
+		}
+	}
+}
+
+func decodeVsFull(t *testing.T, H, KV, D int, dt torch.DType) {
+	const V, E, I, B, T, pad = 50, 48, 64, 2, 37, 5
+	r := rand.New(rand.NewPCG(uint64(H*1000+D), 5))
+	s := torch.NewScope()
+	defer s.Close()
+	rnd := func(scale float64, shape ...int64) *torch.Tensor {
+		n := int64(1)
+		for _, d := range shape {
+			n *= d
+		}
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * scale)
+		}
+		return s.Cast(s.Own(torch.From(x, shape...)), dt)
+	}
+	ones := func(n int64) *torch.Tensor { return s.Cast(s.Full([]int64{n}, 1, torch.Float32, torch.CPU), dt) }
+	q, k := int64(H*D), int64(KV*D)
+	w := &Weights{Embed: rnd(1, V, E), Norm: ones(E), Head: rnd(0.2, V, E)}
+	for range 2 {
+		w.Layers = append(w.Layers, Layer{Ln1: ones(E), QKV: rnd(0.3, q+2*k, E), O: rnd(0.1, E, q), Ln2: ones(E),
+			GateUp: rnd(0.15, 2*I, E), Down: rnd(0.1, E, I)})
+	}
+	ids, pos, attn := make([]int64, B*T), make([]int64, B*T), make([]int64, B*T)
+	for b := range B {
+		for j := range T {
+			ids[b*T+j] = int64(r.IntN(V))
+			p := j - b*pad
+			if p >= 0 {
+				attn[b*T+j], pos[b*T+j] = 1, int64(p)
+			}
+		}
+	}
+	cos, sin := make([]float32, T*D), make([]float32, T*D)
+	for p := range T {
+		for d := range D {
+			a := float64(p) / math.Pow(100, float64(d%(D/2))/float64(D/2))
+			cos[p*D+d], sin[p*D+d] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	sh := Shape{Heads: H, KVHeads: KV, HeadDim: D, Eps: 1e-6}
+	ti := func(x []int64, t0, n int64) *torch.Tensor {
+		return s.Narrow(s.Own(torch.From(x, B, T)), 1, t0, n)
+	}
+	base := ForwardArgs{Cos: s.Own(torch.From(cos, T, int64(D))), Sin: s.Own(torch.From(sin, T, int64(D))),
+		KeyBias: s.KeyBias(s.Own(torch.From(attn, B, T))), NoGrad: true}
+	full := base
+	full.IDs, full.Pos = ti(ids, 0, T), ti(pos, 0, T)
+	want := s.Float32s(s.Cast(s.Narrow(Forward(s, w, sh, full), 1, T-1, 1), torch.Float32))
+	var kv []*torch.Tensor
+	for range 2 * len(w.Layers) {
+		kv = append(kv, s.Zeros([]int64{B, int64(KV), T + 3, int64(D)}, dt, torch.CPU))
+	}
+	pre := base
+	pre.IDs, pre.Pos, pre.KV = ti(ids, 0, T-1), ti(pos, 0, T-1), kv
+	Forward(s, w, sh, pre)
+	step := base
+	step.IDs, step.Pos, step.KV, step.CachePos = ti(ids, T-1, 1), ti(pos, T-1, 1), kv, T-1
+	got := s.Float32s(s.Cast(Forward(s, w, sh, step), torch.Float32))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	worst, big := 0.0, 0.0
+	for i := range want {
+		worst = max(worst, math.Abs(float64(got[i]-want[i])))
+		big = max(big, math.Abs(float64(want[i])))
+	}
+	tol := 1e-4
+	if dt == torch.BFloat16 {
+		tol = 3e-2
+	}
+	t.Logf("H=%d KV=%d D=%d %s: worst |decode - full| %.2g of logits up to %.2g", H, KV, D, dt, worst, big)
+	if worst > tol*(1+big) {
+		t.Errorf("H=%d KV=%d D=%d %s: decode step differs from the full forward by %.3g (logits up to %.3g)", H, KV, D, dt, worst, big)
 	}
 }
