@@ -332,10 +332,33 @@ void ptile_block(const T* xp, int64_t M, int64_t K, const T* w, int64_t n0, int6
   }
 }
 
-// y (M,N) = x (M,K) w (N,K)^T + b, in parallel blocks of weight rows;
-// store(m, n, sum) writes one output.
-template <class T, class Store>
-void skinny512(const T* x, int64_t M, int64_t K, const T* w, int64_t N, Store store) {
+// y[0,nb) = s + b (b may be NULL), float32 or rounded to bf16 as
+// c10::BFloat16 rounds (to nearest even, NaN to 0x7fc0)
+__attribute__((target("avx512f"))) void ptile_store(const float* s, const float* b, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i += 16) {
+    const __mmask16 mk = nb - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (nb - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(mk, s + i);
+    if (b) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, b + i));
+    _mm512_mask_storeu_ps(y + i, mk, v);
+  }
+}
+__attribute__((target("avx512f"))) void ptile_store(const float* s, const float* b, uint16_t* y, int64_t nb) {
+  const __m512i half = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), qnan = _mm512_set1_epi32(0x7fc0);
+  for (int64_t i = 0; i < nb; i += 16) {
+    const __mmask16 mk = nb - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (nb - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(mk, s + i);
+    if (b) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, b + i));
+    const __m512i u = _mm512_castps_si512(v);
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, half), _mm512_and_si512(_mm512_srli_epi32(u, 16), one));
+    r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), qnan);
+    _mm512_mask_cvtepi32_storeu_epi16(y + i, mk, r);
+  }
+}
+
+// y (M,N) = x (M,K) w (N,K)^T + b (b float32 or NULL; y float32 or bf16),
+// in parallel blocks of weight rows.
+template <class T, class Y>
+void skinny512(const T* x, int64_t M, int64_t K, const T* w, const float* b, Y* y, int64_t N) {
   const std::vector<T> xp = ptile_pack(x, M, K);
   at::parallel_for(0, (N + kBlockRows - 1) / kBlockRows, 1, [&](int64_t lo, int64_t hi) {
     std::vector<float> part(size_t(M * kBlockRows));
@@ -343,7 +366,7 @@ void skinny512(const T* x, int64_t M, int64_t K, const T* w, int64_t N, Store st
       const int64_t n0 = bl * kBlockRows, n1 = std::min(N, n0 + kBlockRows);
       ptile_block(xp.data(), M, K, w, n0, n1, part.data());
       for (int64_t m = 0; m < M; m++)
-        for (int64_t n = n0; n < n1; n++) store(m, n, part[m * kBlockRows + n - n0]);
+        ptile_store(part.data() + m * kBlockRows, b ? b + n0 : nullptr, y + m * N + n0, n1 - n0);
     }
   });
 }
@@ -432,9 +455,7 @@ at::Tensor dec_linear_bf16(const at::Tensor& x, const at::Tensor& w, const at::T
   at::Tensor bf = b.defined() ? b.to(at::kFloat).contiguous() : at::Tensor();
   const float* bp = bf.defined() ? bf.data_ptr<float>() : nullptr;
   if (cpu_has_avx512bf16()) {
-    skinny512(xp, M, K, wp, N, [&](int64_t m, int64_t n, float r) {
-      yp[m * N + n] = c10::BFloat16(r + (bp ? bp[n] : 0.f)).x;
-    });
+    skinny512(xp, M, K, wp, bp, yp, N);
     return y;
   }
   // the AVX2 form: float32 input rows
@@ -469,7 +490,7 @@ at::Tensor dec_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   float* yp = y.data_ptr<float>();
   if (cpu_has_avx512()) {
-    skinny512(xp, M, K, wp, N, [&](int64_t m, int64_t n, float r) { yp[m * N + n] = r + (bp ? bp[n] : 0.f); });
+    skinny512(xp, M, K, wp, bp, yp, N);
     return y;
   }
   // blocks of 48 output features (a multiple of the 3-row tiles) per task

@@ -192,7 +192,8 @@ func TestDecodeKernelsNarrowISA(t *testing.T) {
 // cache (the grouped AVX-512 attention, or the per-head form at other head
 // sizes) gives the logits of a full forward over the whole sequence, at
 // head sizes 16 to 128 and 1 to 7 query heads a KV head, over a context
-// that is not a multiple of 16, with a left-padded row.
+// that is not a multiple of 16, with a left-padded row (and a q/k/v bias,
+// which the decode projections add).
 func TestDecodeAttentionMatchesFull(t *testing.T) {
 	for _, c := range []struct{ H, KV, D int }{{4, 2, 16}, {6, 2, 32}, {14, 2, 64}, {6, 2, 128}, {3, 3, 24}} {
 		for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
@@ -221,7 +222,7 @@ func decodeVsFull(t *testing.T, H, KV, D int, dt torch.DType) {
 	q, k := int64(H*D), int64(KV*D)
 	w := &Weights{Embed: rnd(1, V, E), Norm: ones(E), Head: rnd(0.2, V, E)}
 	for range 2 {
-		w.Layers = append(w.Layers, Layer{Ln1: ones(E), QKV: rnd(0.3, q+2*k, E), O: rnd(0.1, E, q), Ln2: ones(E),
+		w.Layers = append(w.Layers, Layer{Ln1: ones(E), QKV: rnd(0.3, q+2*k, E), QKVBias: rnd(0.1, q+2*k), O: rnd(0.1, E, q), Ln2: ones(E),
 			GateUp: rnd(0.15, 2*I, E), Down: rnd(0.1, E, I)})
 	}
 	ids, pos, attn := make([]int64, B*T), make([]int64, B*T), make([]int64, B*T)
