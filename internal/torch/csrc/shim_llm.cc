@@ -56,7 +56,6 @@ namespace {
 
 using tt_cpu::cpu_has_avx2;
 using tt_cpu::exp256;
-using tt_cpu::exp512;
 using tt_cpu::hsum;
 using tt_cpu::isa_allows;
 
@@ -515,6 +514,25 @@ inline float ld1(const uint16_t* p) {
   return f;
 }
 
+// s[l] = exp(s[l] - mx) for l < n (mx: the largest s); returns their sum:
+// a softmax's numerators and denominator.
+__attribute__((target("avx2,fma"))) float exp_minus_max(float* s, int64_t n, float mx) {
+  const int64_t n8 = n & ~int64_t(7);
+  const __m256 vm = _mm256_set1_ps(mx);
+  __m256 vs = _mm256_setzero_ps();
+  for (int64_t l = 0; l < n8; l += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + l), vm));
+    _mm256_storeu_ps(s + l, e);
+    vs = _mm256_add_ps(vs, e);
+  }
+  float sum = hsum(vs);
+  for (int64_t l = n8; l < n; l++) {
+    s[l] = std::exp(s[l] - mx);
+    sum += s[l];
+  }
+  return sum;
+}
+
 // One decode step of attention for query heads [h0,h1) of batch row b.
 // q: (B,H,D) contiguous float32; K,V caches (B,KV,Lmax,D) contiguous, float32
 // or bfloat16 (CT uint16_t); bias row (Lk).
@@ -540,19 +558,7 @@ __attribute__((target("avx2,fma"))) void attend_rows(const float* q, const CT* k
     sc[l] = s;
     mx = std::max(mx, s);
   }
-  const int64_t L8 = Lk & ~int64_t(7);
-  __m256 vm = _mm256_set1_ps(mx), vs = _mm256_setzero_ps();
-  for (int64_t l = 0; l < L8; l += 8) {
-    __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(sc + l), vm));
-    _mm256_storeu_ps(sc + l, e);
-    vs = _mm256_add_ps(vs, e);
-  }
-  float sum = hsum(vs);
-  for (int64_t l = L8; l < Lk; l++) {
-    sc[l] = std::exp(sc[l] - mx);
-    sum += sc[l];
-  }
-  const float inv = 1.f / sum;
+  const float inv = 1.f / exp_minus_max(sc, Lk, mx);
   float* o = out + (b * H + h) * D;
   for (int64_t d = 0; d < D; d++) o[d] = 0.f;
   for (int64_t l = 0; l < Lk; l++) {
@@ -634,22 +640,7 @@ __attribute__((target("avx512f"))) void attend_group(const float* q, const CT* k
   float inv[64];
   for (int64_t h = 0; h < G; h++) {
     float* sh = sc + h * Lp;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t l = 0; l < Lk; l++) mx = std::max(mx, sh[l]);
-    const int64_t L16 = Lk & ~int64_t(15);
-    const __m512 vm = _mm512_set1_ps(mx);
-    __m512 vs = _mm512_setzero_ps();
-    for (int64_t l = 0; l < L16; l += 16) {
-      const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(sh + l), vm));
-      _mm512_storeu_ps(sh + l, e);
-      vs = _mm512_add_ps(vs, e);
-    }
-    float sum = _mm512_reduce_add_ps(vs);
-    for (int64_t l = L16; l < Lk; l++) {
-      sh[l] = std::exp(sh[l] - mx);
-      sum += sh[l];
-    }
-    inv[h] = 1.f / sum;
+    inv[h] = 1.f / exp_minus_max(sh, Lk, *std::max_element(sh, sh + Lk));
   }
   // out[h] = inv[h] * sum_l e[h,l] V[l], HB heads a pass
   for (int64_t h0 = 0; h0 < G; h0 += HB) {
