@@ -69,12 +69,12 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 		return err
 	}
 	step := met["timing_s/step"]
-	est := ""
-	if L > 2 {
-		est = ", GRPO (no critic)"
+	algo := ""
+	if grpoStep(L) {
+		algo = ", GRPO (no critic)"
 	}
 	fmt.Fprintf(w, "%d layers (%.0fM parameters), %d groups x %d%s, Sokoban, response length 400 x 5 turns; %.0f response tokens in the batch; process wall %.1f s\n",
-		L, float64(c.ParamCount())/1e6, G, N, est, met["response_length/mean"]*float64(G*N), wall)
+		L, float64(c.ParamCount())/1e6, G, N, algo, met["response_length/mean"]*float64(G*N), wall)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "stage\tseconds\tshare of step\t\n")
 	sum := 0.0
@@ -125,6 +125,11 @@ func RunStarPOStep(cfg RunConfig, w io.Writer) error {
 	return nil
 }
 
+// grpoStep reports whether the step at L layers runs GRPO: actor, reference
+// and critic beyond 2 layers (24: 26 GiB) exceed a 24 GiB machine's budget,
+// and GRPO has no critic; the gen stage does not depend on it.
+func grpoStep(L int) bool { return L > 2 }
+
 // starpoStep runs one `ragen train` step at c's shape with L layers and
 // G groups of N, prefix caching on or off, and returns the step's logged
 // metrics and the process wall time.
@@ -145,10 +150,7 @@ func starpoStep(c llm.Config, L, G, N int, reuse bool) (map[string]float64, floa
 		"trainer.logger=[jsonl]", "trainer.default_local_dir=" + dir, "trainer.experiment_name=starpo_bench",
 		"trainer.generations_to_log_to_wandb.val=0",
 		"actor_rollout_ref.rollout.enable_prefix_caching=" + map[bool]string{true: "True", false: "False"}[reuse]}
-	if L > 2 {
-		// actor, reference and critic at 24 layers exceed a 24 GiB
-		// machine's budget: GRPO drops the critic; the gen stage does not
-		// depend on it
+	if grpoStep(L) {
 		args = append(args, "algorithm.adv_estimator=grpo")
 	}
 	t0 := time.Now()
