@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -50,6 +51,12 @@ type GenOptions struct {
 	// others, and Prefix, when set, is used. Either way the tokens agree up
 	// to float rounding.
 	NoPrefixCaching bool
+	// AllowedIDs, if set, restricts every sampled id to this set (vLLM's
+	// SamplingParams.allowed_token_ids): the other logits are -inf before
+	// temperature, top-k and top-p, so greedy picks the best allowed id and
+	// LogProbs are under the restricted distribution. EOS and stop ids end
+	// a sequence only when they are allowed.
+	AllowedIDs []int
 }
 
 // GenResult is one generated sequence.
@@ -122,6 +129,11 @@ func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [
 		}
 		P = max(P, len(p))
 	}
+	for _, id := range opt.AllowedIDs {
+		if id < 0 || id >= V {
+			return nil, fmt.Errorf("llm: generate: allowed id %d outside the vocabulary (size %d)", id, V)
+		}
+	}
 	L := P + opt.MaxNewTokens
 	if L > m.cfg.MaxPositionEmbeddings {
 		return nil, fmt.Errorf("llm: generate: prompt %d + %d new tokens exceeds max_position_embeddings %d", P, opt.MaxNewTokens, m.cfg.MaxPositionEmbeddings)
@@ -181,6 +193,22 @@ func (m *Model) Generate(ctx context.Context, tok tokenizer.Tokenizer, prompts [
 		return nil, err
 	}
 	return out, nil
+}
+
+// allowBias is the (1, V) logits bias of AllowedIDs (0 where allowed, -inf
+// elsewhere) in dtype on dev, or nil when every id is allowed.
+func allowBias(s *torch.Scope, ids []int, V int, dtype torch.DType, dev torch.Device) *torch.Tensor {
+	if len(ids) == 0 {
+		return nil
+	}
+	b := make([]float32, V)
+	for i := range b {
+		b[i] = float32(math.Inf(-1))
+	}
+	for _, id := range ids {
+		b[id] = 0
+	}
+	return s.To(s.Own(torch.From(b, 1, int64(V))), dtype, dev)
 }
 
 func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][]int, seqs []*seqState,
@@ -253,6 +281,10 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	}); err != nil {
 		return fmt.Errorf("llm: generate: %w", err)
 	}
+	allow := allowBias(s, opt.AllowedIDs, m.cfg.VocabSize, m.genDType(), dev)
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("llm: generate: allowed ids: %w", err)
+	}
 	sh := m.shape()
 	cur := torch.NewScope()
 	defer func() { cur.Close() }()
@@ -308,6 +340,9 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 			return fmt.Errorf("llm: generate: %w", err)
 		}
 		next := torch.NewScope()
+		if allow != nil {
+			logits = next.Add(logits, allow)
+		}
 		var toks []int64
 		var lps []float32
 		if rowGens == nil {

@@ -496,6 +496,8 @@ func TestGenerateErrors(t *testing.T) {
 		{[][]int{{1}}, GenOptions{MaxNewTokens: 0}, "max new tokens"},
 		{[][]int{{1}}, GenOptions{MaxNewTokens: 2000}, "max_position_embeddings"},
 		{[][]int{{1}}, GenOptions{MaxNewTokens: 2, StopStrings: []string{"x"}}, "tokenizer"},
+		{[][]int{{1}}, GenOptions{MaxNewTokens: 2, AllowedIDs: []int{3, 300}}, "allowed id 300"},
+		{[][]int{{1}}, GenOptions{MaxNewTokens: 2, AllowedIDs: []int{-1}}, "allowed id -1"},
 	} {
 		if _, err := m.Generate(ctx, nil, tc.prompts, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %+v: error %v, want %q", tc.prompts, tc.opt, err, tc.want)
@@ -530,6 +532,86 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// AllowedIDs restricts sampling: every id, greedy or sampled (with a
+// stream per row or one for the batch, through prefix sharing), is allowed;
+// greedy picks the best allowed logit; an allowed set of one id has
+// log-prob 0; allowing every id changes nothing.
+func TestGenerateAllowedIDs(t *testing.T) {
+	m := tinyModel(t, 35, false)
+	defer m.Close()
+	ctx := context.Background()
+	gen := func(prompts [][]int, opt GenOptions) []GenResult {
+		t.Helper()
+		res, err := m.Generate(ctx, nil, prompts, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	prompts := [][]int{{1, 2, 3, 4}, {5, 6}, {1, 2, 3, 4}}
+	allowed := []int{7, 40, 41, 42, 120, 255}
+	in := map[int]bool{}
+	for _, id := range allowed {
+		in[id] = true
+	}
+	for _, opt := range []GenOptions{
+		{MaxNewTokens: 6, IgnoreEOS: true},
+		{MaxNewTokens: 6, IgnoreEOS: true, Temperature: 1, Seed: 3},
+		{MaxNewTokens: 6, IgnoreEOS: true, Temperature: 1.5, TopK: 3, TopP: 0.9, RowSeeds: []uint64{1, 2, 3}},
+		{MaxNewTokens: 6, IgnoreEOS: true, Temperature: 1, Seed: 3, NoPrefixCaching: true},
+	} {
+		opt.AllowedIDs = allowed
+		for i, r := range gen(prompts, opt) {
+			if len(r.IDs) != 6 || len(r.LogProbs) != 6 {
+				t.Fatalf("%+v: prompt %d: %+v", opt, i, r)
+			}
+			for k, id := range r.IDs {
+				if lp := r.LogProbs[k]; !in[id] || lp > 0 || math.IsInf(lp, 0) || math.IsNaN(lp) {
+					t.Fatalf("%+v: prompt %d token %d: id %d (allowed: %v), log-prob %v", opt, i, k, id, in[id], lp)
+				}
+			}
+		}
+	}
+	// greedy: the first id is the prompt's best allowed logit
+	var lg []float32
+	s := torch.NewScope()
+	ids, pos, attn := batch(t, s, prompts[:1], false)
+	if err := torch.NoGrad(func() error {
+		lg = s.Float32s(s.Narrow(m.Forward(s, ids, pos, attn), 1, int64(len(prompts[0])-1), 1))
+		return s.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	best := allowed[0]
+	for _, id := range allowed {
+		if lg[id] > lg[best] {
+			best = id
+		}
+	}
+	if got := gen(prompts[:1], GenOptions{MaxNewTokens: 1, AllowedIDs: allowed, IgnoreEOS: true})[0].IDs; fmt.Sprint(got) != fmt.Sprint([]int{best}) {
+		t.Fatalf("greedy: %v, best allowed %d", got, best)
+	}
+	for _, r := range gen(prompts, GenOptions{MaxNewTokens: 3, AllowedIDs: []int{42}, IgnoreEOS: true, Temperature: 1, Seed: 1}) {
+		if fmt.Sprint(r.IDs, r.LogProbs) != "[42 42 42] [0 0 0]" {
+			t.Fatalf("one allowed id: %v %v", r.IDs, r.LogProbs)
+		}
+	}
+	all := make([]int, m.Config().VocabSize)
+	for i := range all {
+		all[i] = i
+	}
+	for _, opt := range []GenOptions{{MaxNewTokens: 5, IgnoreEOS: true}, {MaxNewTokens: 5, IgnoreEOS: true, Temperature: 1, Seed: 9}} {
+		free := gen(prompts, opt)
+		opt.AllowedIDs = all
+		for i, r := range gen(prompts, opt) {
+			if fmt.Sprint(r.IDs) != fmt.Sprint(free[i].IDs) {
+				t.Errorf("prompt %d: every id allowed %v, unrestricted %v", i, r.IDs, free[i].IDs)
+			}
+		}
+	}
 }
 
 func TestRopeGrowth(t *testing.T) {
