@@ -148,6 +148,9 @@ func rolloutConfig(t *config.Tree) (ragen.Config, error) {
 	r.int("actor_rollout_ref.rollout.response_length", &ro.ResponseLength)
 	r.int("actor_rollout_ref.rollout.max_model_len", &ro.MaxModelLen)
 	r.bool("actor_rollout_ref.rollout.enable_prefix_caching", &ro.EnablePrefixCaching)
+	if v, err := t.Get("actor_rollout_ref.rollout.allowed_token_ids"); err == nil && v != nil {
+		r.ints("actor_rollout_ref.rollout.allowed_token_ids", &ro.AllowedTokenIDs)
+	}
 	r.bool("actor_rollout_ref.rollout.val_kwargs.do_sample", &ro.ValKwargs.DoSample)
 	r.float("actor_rollout_ref.rollout.val_kwargs.temperature", &ro.ValKwargs.Temperature)
 	r.float("actor_rollout_ref.rollout.val_kwargs.top_p", &ro.ValKwargs.TopP)

@@ -67,7 +67,7 @@ func New(m *llm.Model, tok tokenizer.Tokenizer, opt Options) ragen.Policy {
 
 func genOptions(sp ragen.SamplingParams, seed uint64) llm.GenOptions {
 	o := llm.GenOptions{MaxNewTokens: sp.MaxNewTokens, Temperature: sp.Temperature, TopP: sp.TopP,
-		TopK: sp.TopK, StopStrings: sp.Stop, Seed: seed}
+		TopK: sp.TopK, StopStrings: sp.Stop, Seed: seed, AllowedIDs: sp.AllowedTokenIDs}
 	if !sp.DoSample {
 		o.Temperature = 0
 	}

@@ -328,3 +328,32 @@ func TestPrefixCachingTwoProcesses(t *testing.T) {
 		lessPrefill(t, what, onMet[i], offMet[i])
 	}
 }
+
+// rollout.allowed_token_ids reaches the model: a sampled rollout whose
+// tokens are restricted to printable bytes writes replies of those bytes
+// only, which the next turn's prompt carries back verbatim, and it
+// generates the same tokens with prefix caching on and off.
+func TestAllowedTokenIDsRollout(t *testing.T) {
+	m := prefixModel(t)
+	defer m.Close()
+	allowed := []int{'\n'}
+	for b := ' '; b <= '~'; b++ {
+		allowed = append(allowed, int(b))
+	}
+	var gens [2]map[string]ragen.Generation
+	var met [2]map[string]float64
+	for i, reuse := range []bool{false, true} {
+		rc := prefixConfig(t, 1, reuse)
+		rc.Rollout.AllowedTokenIDs = allowed
+		gens[i], _, met[i] = rollouts(t, m, rc, 1)
+	}
+	sameGens(t, "printable replies", gens[1], gens[0])
+	lessPrefill(t, "printable replies", met[1], met[0])
+	for k, g := range gens[1] {
+		require.Len(t, g.IDs, 10, k)
+		for _, id := range g.IDs {
+			require.True(t, id == '\n' || id >= ' ' && id <= '~', "%s: id %d", k, id)
+		}
+		require.Equal(t, tokenizer.NewByte().Decode(g.IDs), g.Text, k)
+	}
+}

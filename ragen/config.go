@@ -114,6 +114,10 @@ type RolloutConfig struct {
 	// prompt is prefilled in full. The tokens agree either way (up to
 	// float rounding).
 	EnablePrefixCaching bool `yaml:"enable_prefix_caching"`
+	// AllowedTokenIDs (vLLM's SamplingParams.allowed_token_ids, which veRL
+	// passes on from rollout.*; absent or null: every id) restricts the
+	// tokens sampled in train and val mode.
+	AllowedTokenIDs []int `yaml:"allowed_token_ids"`
 }
 
 // SamplingConfig is rollout.val_kwargs.
@@ -295,6 +299,9 @@ func (r RolloutConfig) validate() error {
 	}
 	errs = append(errs, rule.AtLeast(k+"top_k", r.TopK, -1), rule.AtLeast(k+"val_kwargs.top_k", r.ValKwargs.TopK, -1),
 		rule.AtLeast(k+"response_length", r.ResponseLength, 1), rule.AtLeast(k+"max_model_len", r.MaxModelLen, 1))
+	for i, id := range r.AllowedTokenIDs {
+		errs = append(errs, rule.AtLeast(fmt.Sprintf("%sallowed_token_ids[%d]", k, i), id, 0))
+	}
 	return errors.Join(errs...)
 }
 

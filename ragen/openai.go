@@ -232,6 +232,10 @@ func (p *OpenAIPolicy) one(ctx context.Context, r GenRequest) (Generation, error
 	if len(r.Sampling.Stop) > 0 {
 		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: r.Sampling.Stop}
 	}
+	if ids := r.Sampling.AllowedTokenIDs; len(ids) > 0 {
+		// vLLM's extra sampling parameter (OpenAI's API has none)
+		params.SetExtraFields(map[string]any{"allowed_token_ids": ids})
+	}
 	for _, m := range r.Messages {
 		switch m.Role {
 		case "system":

@@ -61,6 +61,7 @@ type chatRequest struct {
 	TopP        float64  `json:"top_p"`
 	MaxTokens   int      `json:"max_tokens"`
 	Stop        []string `json:"stop"`
+	Allowed     []int    `json:"allowed_token_ids"`
 	Messages    []struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
@@ -86,6 +87,31 @@ func TestOpenAINormal(t *testing.T) {
 		assert.Equal(t, "echo u"+string(rune('0'+i)), g.Text)
 		assert.Equal(t, "stop", g.FinishReason)
 	}
+}
+
+// rollout.allowed_token_ids travels as vLLM's extra allowed_token_ids
+// field, and only when set.
+func TestOpenAIAllowedTokenIDs(t *testing.T) {
+	var raw []string
+	var mu sync.Mutex
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var body chatRequest
+		require.NoError(t, json.Unmarshal(b, &body))
+		mu.Lock()
+		raw = append(raw, string(b))
+		mu.Unlock()
+		reply(w, fmt.Sprint(body.Allowed), "stop")
+	}, nil)
+	rs := reqs(1)
+	gens, err := p.Generate(context.Background(), rs)
+	require.NoError(t, err)
+	assert.Equal(t, "[]", gens[0].Text)
+	assert.NotContains(t, raw[0], "allowed_token_ids")
+	rs[0].Sampling.AllowedTokenIDs = []int{10, 32, 33}
+	gens, err = p.Generate(context.Background(), rs)
+	require.NoError(t, err)
+	assert.Equal(t, "[10 32 33]", gens[0].Text)
 }
 
 func TestOpenAIGarbage(t *testing.T) {

@@ -16,6 +16,10 @@ type SamplingParams struct {
 	TopK         int // −1 = off
 	MaxNewTokens int
 	Stop         []string // extra stop strings (EOS always stops)
+	// AllowedTokenIDs, if set, restricts every generated token to these
+	// ids (vLLM's allowed_token_ids); policies that cannot restrict
+	// tokens (API models) pass it on or refuse it.
+	AllowedTokenIDs []int
 }
 
 // GenRequest is one prompt for the model.

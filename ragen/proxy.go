@@ -93,9 +93,11 @@ func (c Config) Sampling(mode env.Mode) SamplingParams {
 	r := c.Rollout
 	if mode == env.ModeVal {
 		v := r.ValKwargs
-		return SamplingParams{DoSample: v.DoSample, Temperature: v.Temperature, TopP: v.TopP, TopK: v.TopK, MaxNewTokens: r.ResponseLength}
+		return SamplingParams{DoSample: v.DoSample, Temperature: v.Temperature, TopP: v.TopP, TopK: v.TopK, MaxNewTokens: r.ResponseLength,
+			AllowedTokenIDs: r.AllowedTokenIDs}
 	}
-	return SamplingParams{DoSample: true, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MaxNewTokens: r.ResponseLength}
+	return SamplingParams{DoSample: true, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MaxNewTokens: r.ResponseLength,
+		AllowedTokenIDs: r.AllowedTokenIDs}
 }
 
 // RolloutOptions tune one rollout.
