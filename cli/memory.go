@@ -36,13 +36,17 @@ func memAvailable() int64 {
 
 // modelConfigFor reads the model config a run will use without loading
 // weights: config.json of model_path, or the tiny demo model's.
-func modelConfigFor(t *config.Tree, vocab int) (llm.Config, error) {
+func modelConfigFor(t *config.Tree) (llm.Config, error) {
 	path, err := t.String("model_path")
 	if err != nil {
 		return llm.Config{}, err
 	}
 	if path == "tiny" {
-		return tinyModelConfig(t, vocab)
+		tok, err := tinyTokenizer(t)
+		if err != nil {
+			return llm.Config{}, err
+		}
+		return tinyModelConfig(t, tok.VocabSize())
 	}
 	if err := localModelDir(path); err != nil {
 		return llm.Config{}, err

@@ -104,8 +104,8 @@ func checkpointingKey(t *config.Tree, key string) (bool, error) {
 }
 
 // loadModel loads model_path (a Hugging Face folder) with its tokenizer,
-// or, when demo.model is configured and model_path is "tiny", builds a
-// seeded tiny Qwen2-shaped model with the byte tokenizer.
+// or, when model_path is "tiny", builds a seeded tiny Qwen2-shaped model
+// (demo.model) with the byte tokenizer or demo.model.tokenizer's.
 func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokenizer, error) {
 	initTorch(t)
 	opt, err := modelOptions(t, deviceFlag)
@@ -117,7 +117,10 @@ func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokeniz
 		return nil, nil, err
 	}
 	if path == "tiny" {
-		tok := tokenizer.NewByte()
+		tok, err := tinyTokenizer(t)
+		if err != nil {
+			return nil, nil, err
+		}
 		cfg, err := tinyModelConfig(t, tok.VocabSize())
 		if err != nil {
 			return nil, nil, err
@@ -150,6 +153,28 @@ func localModelDir(path string) error {
 		return fmt.Errorf("model_path=%q is not a local Hugging Face model folder (no config.json); ragen cannot download weights: point model_path at a folder with config.json, model.safetensors and tokenizer.json, or use model_path=tiny", path)
 	}
 	return nil
+}
+
+// tinyTokenizer is the tiny model's tokenizer: the byte tokenizer, or the
+// Hugging Face tokenizer of the folder demo.model.tokenizer names (a real
+// tokenizer for a randomly initialised model, e.g. a speed run at a real
+// model's shapes whose prompts tokenize as the real model's would).
+func tinyTokenizer(t *config.Tree) (tokenizer.Tokenizer, error) {
+	if !t.Has("demo.model.tokenizer") {
+		return tokenizer.NewByte(), nil
+	}
+	if v, err := t.Get("demo.model.tokenizer"); err == nil && v == nil {
+		return tokenizer.NewByte(), nil
+	}
+	dir, err := t.String("demo.model.tokenizer")
+	if err != nil {
+		return nil, err
+	}
+	tok, err := llm.LoadTokenizer(dir)
+	if err != nil {
+		return nil, fmt.Errorf("demo.model.tokenizer=%q: %w", dir, err)
+	}
+	return tok, nil
 }
 
 // tinyModelConfig builds the model config of demo.model (sizes), defaulting

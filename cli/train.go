@@ -158,7 +158,7 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		if err != nil {
 			return nil, err
 		}
-		mc, err := modelConfigFor(t, tokenizer.NewByte().VocabSize())
+		mc, err := modelConfigFor(t)
 		if err != nil {
 			return nil, err
 		}
