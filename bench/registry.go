@@ -11,6 +11,7 @@ type RunConfig struct {
 	Threads, Warmup, Runs int
 	Dir                   string  // where the peer scripts live
 	PeakFLOPs             float64 // measured fp32 matmul peak, for MFU
+	KeepFreed             bool    // torch.KeepFreedMemory is on (child processes do the same)
 }
 
 // Comparison is a side-by-side benchmark that prints its own table.

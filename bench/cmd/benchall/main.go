@@ -20,6 +20,9 @@ func main() {
 	if bench.UpdateChild() { // a re-executed child measuring one update's memory
 		return
 	}
+	if bench.StarPOChild() { // a re-executed child running one StarPO step
+		return
+	}
 	threads := flag.Int("threads", runtime.NumCPU(), "libtorch intra-op threads (both sides)")
 	warmup := flag.Int("warmup", 2, "warm-up steps")
 	runs := flag.Int("runs", 5, "timed steps (minimum is reported)")
@@ -45,7 +48,7 @@ func run(threads, warmup, runs int, dir, only string) error {
 	fmt.Printf("threads=%d  fp32 matmul peak (2048^2): %.1f GFLOP/s\n\n", threads, peak/1e9)
 
 	if only != "" {
-		return comparisons(only, bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak})
+		return comparisons(only, bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak, KeepFreed: keepFreed})
 	}
 	peer := map[string]any{}
 	if err := bench.RunPeer(dir, "torch_peer.py", &peer, strconv.Itoa(threads), strconv.Itoa(warmup), strconv.Itoa(runs)); err != nil {
@@ -67,7 +70,7 @@ func run(threads, warmup, runs int, dir, only string) error {
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.2fx\t%.0f%%\t\n", w.Name, d.Seconds()*1e3, p*1e3, p/d.Seconds(), 100*w.FLOPs/d.Seconds()/peak)
 	}
 	tw.Flush()
-	return comparisons("", bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak})
+	return comparisons("", bench.RunConfig{Threads: threads, Warmup: warmup, Runs: runs, Dir: dir, PeakFLOPs: peak, KeepFreed: keepFreed})
 }
 
 // comparisons runs the registered comparisons whose name contains only.
