@@ -9,6 +9,7 @@ import (
 
 	"ragen/config"
 	"ragen/llm"
+	"ragen/llm/tokenizer"
 	"ragen/torch"
 )
 
@@ -35,23 +36,27 @@ func memAvailable() int64 {
 }
 
 // modelConfigFor reads the model config a run will use without loading
-// weights: config.json of model_path, or the tiny demo model's.
-func modelConfigFor(t *config.Tree) (llm.Config, error) {
+// weights: config.json of model_path, or the tiny demo model's, whose
+// tokenizer it returns too (nil for model_path folders) so loadModelTok need
+// not load it again.
+func modelConfigFor(t *config.Tree) (llm.Config, tokenizer.Tokenizer, error) {
 	path, err := t.String("model_path")
 	if err != nil {
-		return llm.Config{}, err
+		return llm.Config{}, nil, err
 	}
 	if path == "tiny" {
 		tok, err := tinyTokenizer(t)
 		if err != nil {
-			return llm.Config{}, err
+			return llm.Config{}, nil, err
 		}
-		return tinyModelConfig(t, tok.VocabSize())
+		mc, err := tinyModelConfig(t, tok.VocabSize())
+		return mc, tok, err
 	}
 	if err := localModelDir(path); err != nil {
-		return llm.Config{}, err
+		return llm.Config{}, nil, err
 	}
-	return llm.ReadConfig(path)
+	mc, err := llm.ReadConfig(path)
+	return mc, nil, err
 }
 
 // checkMemory estimates a training step's memory (weights, gradients, AdamW

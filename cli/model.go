@@ -107,6 +107,12 @@ func checkpointingKey(t *config.Tree, key string) (bool, error) {
 // or, when model_path is "tiny", builds a seeded tiny Qwen2-shaped model
 // (demo.model) with the byte tokenizer or demo.model.tokenizer's.
 func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokenizer, error) {
+	return loadModelTok(t, deviceFlag, nil)
+}
+
+// loadModelTok is loadModel with the tiny model's tokenizer already loaded
+// (by modelConfigFor); nil loads it.
+func loadModelTok(t *config.Tree, deviceFlag string, tok tokenizer.Tokenizer) (*llm.Model, tokenizer.Tokenizer, error) {
 	initTorch(t)
 	opt, err := modelOptions(t, deviceFlag)
 	if err != nil {
@@ -117,9 +123,10 @@ func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokeniz
 		return nil, nil, err
 	}
 	if path == "tiny" {
-		tok, err := tinyTokenizer(t)
-		if err != nil {
-			return nil, nil, err
+		if tok == nil {
+			if tok, err = tinyTokenizer(t); err != nil {
+				return nil, nil, err
+			}
 		}
 		cfg, err := tinyModelConfig(t, tok.VocabSize())
 		if err != nil {
@@ -139,8 +146,7 @@ func loadModel(t *config.Tree, deviceFlag string) (*llm.Model, tokenizer.Tokeniz
 	if err != nil {
 		return nil, nil, err
 	}
-	tok, err := llm.LoadTokenizer(path)
-	if err != nil {
+	if tok, err = llm.LoadTokenizer(path); err != nil {
 		m.Close()
 		return nil, nil, err
 	}
@@ -160,15 +166,14 @@ func localModelDir(path string) error {
 // tokenizer for a randomly initialised model, e.g. a speed run at a real
 // model's shapes whose prompts tokenize as the real model's would).
 func tinyTokenizer(t *config.Tree) (tokenizer.Tokenizer, error) {
-	if !t.Has("demo.model.tokenizer") {
-		return tokenizer.NewByte(), nil
-	}
-	if v, err := t.Get("demo.model.tokenizer"); err == nil && v == nil {
-		return tokenizer.NewByte(), nil
-	}
-	dir, err := t.String("demo.model.tokenizer")
-	if err != nil {
+	var dir string
+	r := &reader{t: t}
+	r.str("demo.model.tokenizer", &dir) // absent or null: the byte tokenizer
+	if err := r.err(); err != nil {
 		return nil, err
+	}
+	if dir == "" {
+		return tokenizer.NewByte(), nil
 	}
 	tok, err := llm.LoadTokenizer(dir)
 	if err != nil {

@@ -16,6 +16,7 @@ type reader struct {
 	errs []error
 }
 
+// has reports whether p is set to a value: absent and null keys are not.
 func (r *reader) has(p string) bool {
 	if !r.t.Has(p) {
 		return false
@@ -74,12 +75,10 @@ func (r *reader) ints(p string, dst *[]int) {
 
 // optInt64 reads an int that may be null (null → nil).
 func (r *reader) optInt64(p string, dst **int64) {
-	if !r.t.Has(p) {
-		return
-	}
-	v, err := r.t.Get(p)
-	if err != nil || v == nil {
-		*dst = nil
+	if !r.has(p) {
+		if r.t.Has(p) {
+			*dst = nil
+		}
 		return
 	}
 	n, err := r.t.Int(p)
@@ -148,9 +147,7 @@ func rolloutConfig(t *config.Tree) (ragen.Config, error) {
 	r.int("actor_rollout_ref.rollout.response_length", &ro.ResponseLength)
 	r.int("actor_rollout_ref.rollout.max_model_len", &ro.MaxModelLen)
 	r.bool("actor_rollout_ref.rollout.enable_prefix_caching", &ro.EnablePrefixCaching)
-	if v, err := t.Get("actor_rollout_ref.rollout.allowed_token_ids"); err == nil && v != nil {
-		r.ints("actor_rollout_ref.rollout.allowed_token_ids", &ro.AllowedTokenIDs)
-	}
+	r.ints("actor_rollout_ref.rollout.allowed_token_ids", &ro.AllowedTokenIDs) // null: every id
 	r.bool("actor_rollout_ref.rollout.val_kwargs.do_sample", &ro.ValKwargs.DoSample)
 	r.float("actor_rollout_ref.rollout.val_kwargs.temperature", &ro.ValKwargs.Temperature)
 	r.float("actor_rollout_ref.rollout.val_kwargs.top_p", &ro.ValKwargs.TopP)

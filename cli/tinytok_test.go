@@ -38,7 +38,7 @@ func TestTinyModelTokenizerAndAllowedIDs(t *testing.T) {
 	require.IsType(t, &tokenizer.HF{}, mtok)
 	require.Equal(t, tok.VocabSize(), mtok.VocabSize())
 	require.Equal(t, tok.VocabSize(), m.Config().VocabSize)
-	mc, err := modelConfigFor(tr)
+	mc, _, err := modelConfigFor(tr)
 	require.NoError(t, err)
 	require.Equal(t, m.Config(), mc)
 
@@ -76,7 +76,7 @@ func TestTinyModelTokenizerAndAllowedIDs(t *testing.T) {
 		require.NoError(t, err)
 		_, _, err = loadModel(tr, "cpu")
 		require.ErrorContains(t, err, "demo.model.tokenizer", bad)
-		_, err = modelConfigFor(tr)
+		_, _, err = modelConfigFor(tr)
 		require.ErrorContains(t, err, "demo.model.tokenizer", bad)
 	}
 }

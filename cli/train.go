@@ -158,14 +158,14 @@ func buildJob(t *config.Tree, deviceFlag string, quietBar bool, model *llm.Model
 		if err != nil {
 			return nil, err
 		}
-		mc, err := modelConfigFor(t)
+		mc, tok, err := modelConfigFor(t)
 		if err != nil {
 			return nil, err
 		}
 		if err := checkMemory(t, mc, opt.Device); err != nil {
 			return nil, err
 		}
-		if j.model, j.tok, err = loadModel(t, deviceFlag); err != nil {
+		if j.model, j.tok, err = loadModelTok(t, deviceFlag, tok); err != nil {
 			return nil, err
 		}
 		if mo := j.model.Options(); opt.AutoCompute && j.model.ComputeDType() != mo.DType {
