@@ -87,9 +87,9 @@ func TestTorchThreadConcurrent(t *testing.T) {
 	}
 }
 
-// Ops big enough to open an OpenMP region are re-issued on the torch thread
-// (the shim defers them): same values with the torch thread on and off, and
-// grad mode follows the caller.
+// Ops big enough to open an OpenMP region, creation ops included, are
+// re-issued on the torch thread (the shim defers them): same values with the
+// torch thread on and off, and grad mode follows the caller.
 func TestTorchThreadDeferredOps(t *testing.T) {
 	var ref []float32
 	prevDefer := csrc.SetDeferBigOps(true)
@@ -106,7 +106,20 @@ func TestTorchThreadDeferredOps(t *testing.T) {
 		if err := x.SetRequiresGrad(true); err != nil {
 			t.Fatal(err)
 		}
-		y := s.Softmax(s.Add(s.MulS(s.SiLU(x), 2), x), -1)
+		// creation ops are deferred too (full, from_data)
+		ramp := make([]float32, 300*300)
+		for i := range ramp {
+			ramp[i] = float32(i%17) / 17
+		}
+		before := csrc.Handoffs()
+		c := s.Own(torch.From(ramp, 300, 300))
+		f := s.Full([]int64{300, 300}, 0.25, torch.Float32, torch.CPU)
+		if n := csrc.Handoffs() - before; on && n != 2 {
+			t.Fatalf("from_data and full of 90,000 elements: %d handoffs to the torch thread, want 2", n)
+		} else if !on && n != 0 {
+			t.Fatalf("torch thread off: %d handoffs", n)
+		}
+		y := s.Softmax(s.Add(s.MulS(s.SiLU(x), 2), s.Add(x, s.Mul(c, f))), -1)
 		z := s.Cat([]*torch.Tensor{y, s.Exp(x)}, 0)
 		sum := s.Sum(s.Mean(z, false, 1), false)
 		var off *torch.Tensor

@@ -269,8 +269,12 @@ func FromData[E any](data []E, dtype int, shape []int64, device int) (Tensor, er
 		p = unsafe.Pointer(unsafe.SliceData(data))
 	}
 	var h C.tt_tensor
-	e := C.tt_from_data(p, C.int(dtype), i64s(shape), C.int(len(shape)), C.int(device), &h)
-	return out1(e, h)
+	if e := C.tt_from_data(p, C.int(dtype), i64s(shape), C.int(len(shape)), C.int(device), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err {
+		return C.tt_from_data(p, C.int(dtype), i64s(shape), C.int(len(shape)), C.int(device), h)
+	})
 }
 
 // CopyOut copies t's elements, converted to the dtype code, into dst on the
@@ -287,7 +291,12 @@ func CopyOut[E any](t Tensor, dtype int, dst []E) error {
 // Full is a tensor of shape filled with v (tt_full).
 func Full(shape []int64, v float64, dtype, device int) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_full(i64s(shape), C.int(len(shape)), C.double(v), C.int(dtype), C.int(device), &h), h)
+	if e := C.tt_full(i64s(shape), C.int(len(shape)), C.double(v), C.int(dtype), C.int(device), &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err {
+		return C.tt_full(i64s(shape), C.int(len(shape)), C.double(v), C.int(dtype), C.int(device), h)
+	})
 }
 
 // Arange is [start, end) in steps of step (tt_arange).
@@ -299,13 +308,23 @@ func Arange(start, end, step float64, dtype, device int) (Tensor, error) {
 // Randn draws standard normals from g (NULL: the default generator) (tt_randn).
 func Randn(shape []int64, dtype, device int, g Gen) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_randn(i64s(shape), C.int(len(shape)), C.int(dtype), C.int(device), g.p, &h), h)
+	if e := C.tt_randn(i64s(shape), C.int(len(shape)), C.int(dtype), C.int(device), g.p, &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err {
+		return C.tt_randn(i64s(shape), C.int(len(shape)), C.int(dtype), C.int(device), g.p, h)
+	})
 }
 
 // Rand draws uniforms in [0, 1) from g (NULL: the default generator) (tt_rand).
 func Rand(shape []int64, dtype, device int, g Gen) (Tensor, error) {
 	var h C.tt_tensor
-	return out1(C.tt_rand(i64s(shape), C.int(len(shape)), C.int(dtype), C.int(device), g.p, &h), h)
+	if e := C.tt_rand(i64s(shape), C.int(len(shape)), C.int(dtype), C.int(device), g.p, &h); e != deferred {
+		return out1(e, h)
+	}
+	return heavy1(func(h *C.tt_tensor) C.tt_err {
+		return C.tt_rand(i64s(shape), C.int(len(shape)), C.int(dtype), C.int(device), g.p, h)
+	})
 }
 
 // Item is t's single element as float64 (tt_item).

@@ -192,6 +192,14 @@ static char tt_defer_sentinel[] = "deferred to the torch thread";
   if ((big) && !t_worker && g_worker_on.load(std::memory_order_relaxed)) return tt_defer_sentinel;
 #define DEFER_BIG(x) DEFER_IF((x).numel() >= TT_BIG)
 
+// the element count of a shape (negative dimensions count as 0; the op
+// reports them)
+static int64_t numel_of(const int64_t* shape, int ndim) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= std::max<int64_t>(shape[i], 0);
+  return n;
+}
+
 static at::ScalarType to_st(int d) {
   switch (d) {
     case TT_F32: return at::kFloat;
@@ -274,6 +282,7 @@ tt_err tt_from_data(const void* data, int dtype, const int64_t* shape, int ndim,
     NEED(shape[i] >= 0, "negative dimension");
     n *= shape[i];
   }
+  DEFER_IF(n >= TT_BIG)
   if (n == 0) {
     t = at::zeros(ints(shape, ndim), opts(dtype, TT_CPU));
   } else {
@@ -295,6 +304,7 @@ tt_err tt_copy_out(tt_tensor t, int dtype, void* dst, int64_t nbytes) {
 
 tt_err tt_full(const int64_t* shape, int ndim, double value, int dtype, int device, tt_tensor* out) {
   TT_TRY("full")
+  DEFER_IF(numel_of(shape, ndim) >= TT_BIG)
   *out = wrap(at::full(ints(shape, ndim), value, opts(dtype, device)));
   TT_CATCH
 }
@@ -312,12 +322,14 @@ static c10::optional<at::Generator> gen_of(tt_gen g) {
 
 tt_err tt_randn(const int64_t* shape, int ndim, int dtype, int device, tt_gen g, tt_tensor* out) {
   TT_TRY("randn")
+  DEFER_IF(numel_of(shape, ndim) >= TT_BIG)
   *out = wrap(at::randn(ints(shape, ndim), gen_of(g), opts(dtype, device)));
   TT_CATCH
 }
 
 tt_err tt_rand(const int64_t* shape, int ndim, int dtype, int device, tt_gen g, tt_tensor* out) {
   TT_TRY("rand")
+  DEFER_IF(numel_of(shape, ndim) >= TT_BIG)
   *out = wrap(at::rand(ints(shape, ndim), gen_of(g), opts(dtype, device)));
   TT_CATCH
 }

@@ -30,14 +30,16 @@ import (
 // by those calls; other ops run on the caller's thread as before.
 //
 // With RAGEN_TORCH_THREAD=all (or SetDeferBigOps(true)) the torch thread
-// also runs every element-wise, reduction, softmax, embedding, cat, to and
-// copy op on at least 32,768 elements (ATen's grain size, above which an op
-// opens an OpenMP region): the shim returns the tt_deferred sentinel for
-// those instead of running them off the torch thread, and the wrapper
-// re-issues them through Heavy. That puts every OpenMP region on one thread,
-// but costs a handoff per such op: on the loaded 2-core test machine the Go
-// training forward (hundreds of such ops per step) ran 10-15% slower with it
-// than without, so it is off by default.
+// also runs every element-wise, reduction, softmax, embedding, cat, to,
+// copy and creation (from_data, full, randn, rand) op on at least 32,768
+// elements (ATen's grain size, above which an op opens an OpenMP region):
+// the shim returns the tt_deferred sentinel for those instead of running
+// them off the torch thread, and the wrapper re-issues them through Heavy.
+// That puts every OpenMP region of a run on one thread (one libgomp team),
+// but costs a handoff per such op. Measured on the noisy 2-core test
+// machine: bf16 decode about 8% faster, the training step no faster (an
+// earlier build, before creation ops were deferred, measured the Go
+// training forward 10-15% slower), so it is off by default.
 //
 // The caller's grad mode (thread-local in libtorch) is applied on the torch
 // thread for the call and restored after, so NoGrad and autograd recording
@@ -59,7 +61,12 @@ var (
 	workerOnce sync.Once
 	jobs       chan *job
 	jobPool    = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
+	handoffs   atomic.Int64
 )
+
+// Handoffs is how many calls Heavy has handed to the torch thread so far
+// (calls that ran inline are not counted).
+func Handoffs() int64 { return handoffs.Load() }
 
 // deferred is the shim's sentinel (tt_deferred): the op was not run because
 // it is big and the caller is not on the torch thread; re-issue it there.
@@ -154,6 +161,7 @@ func Heavy(f func()) {
 		f()
 		return
 	}
+	handoffs.Add(1)
 	j := jobPool.Get().(*job)
 	j.f, j.grad, j.panic = f, C.tt_grad_enabled(), nil
 	jobs <- j
