@@ -18,6 +18,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
+#include <c10/util/accumulate.h>
 #include <c10/util/Exception.h>
 
 #include <ATen/ops/abs.h>
@@ -192,14 +193,6 @@ static char tt_defer_sentinel[] = "deferred to the torch thread";
   if ((big) && !t_worker && g_worker_on.load(std::memory_order_relaxed)) return tt_defer_sentinel;
 #define DEFER_BIG(x) DEFER_IF((x).numel() >= TT_BIG)
 
-// the element count of a shape (negative dimensions count as 0; the op
-// reports them)
-static int64_t numel_of(const int64_t* shape, int ndim) {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= std::max<int64_t>(shape[i], 0);
-  return n;
-}
-
 static at::ScalarType to_st(int d) {
   switch (d) {
     case TT_F32: return at::kFloat;
@@ -304,7 +297,7 @@ tt_err tt_copy_out(tt_tensor t, int dtype, void* dst, int64_t nbytes) {
 
 tt_err tt_full(const int64_t* shape, int ndim, double value, int dtype, int device, tt_tensor* out) {
   TT_TRY("full")
-  DEFER_IF(numel_of(shape, ndim) >= TT_BIG)
+  DEFER_IF(c10::multiply_integers(ints(shape, ndim)) >= TT_BIG)
   *out = wrap(at::full(ints(shape, ndim), value, opts(dtype, device)));
   TT_CATCH
 }
@@ -322,14 +315,14 @@ static c10::optional<at::Generator> gen_of(tt_gen g) {
 
 tt_err tt_randn(const int64_t* shape, int ndim, int dtype, int device, tt_gen g, tt_tensor* out) {
   TT_TRY("randn")
-  DEFER_IF(numel_of(shape, ndim) >= TT_BIG)
+  DEFER_IF(c10::multiply_integers(ints(shape, ndim)) >= TT_BIG)
   *out = wrap(at::randn(ints(shape, ndim), gen_of(g), opts(dtype, device)));
   TT_CATCH
 }
 
 tt_err tt_rand(const int64_t* shape, int ndim, int dtype, int device, tt_gen g, tt_tensor* out) {
   TT_TRY("rand")
-  DEFER_IF(numel_of(shape, ndim) >= TT_BIG)
+  DEFER_IF(c10::multiply_integers(ints(shape, ndim)) >= TT_BIG)
   *out = wrap(at::rand(ints(shape, ndim), gen_of(g), opts(dtype, device)));
   TT_CATCH
 }
