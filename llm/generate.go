@@ -352,19 +352,15 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 		} else {
 			// one draw per sequence from its own generator (finished rows
 			// still in the batch draw nothing)
-			toks, lps = make([]int64, len(rows)), make([]float32, len(rows))
+			gens := make([]*torch.Generator, len(rows))
 			for r, sq := range rows {
-				if seqs[sq].done {
-					continue
-				}
-				idT, lpT := next.Sample(next.Narrow(logits, 0, int64(r), 1), opt.Temperature, opt.TopK, opt.TopP, rowGens[sq])
-				if t := next.Int64s(idT); len(t) == 1 {
-					toks[r] = t[0]
-				}
-				if l := next.Float32s(lpT); len(l) == 1 {
-					lps[r] = l[0]
+				if !seqs[sq].done {
+					gens[r] = rowGens[sq]
 				}
 			}
+			idT, lpT := next.SampleRows(logits, opt.Temperature, opt.TopK, opt.TopP, gens)
+			toks = next.Int64s(idT)
+			lps = next.Float32s(lpT)
 		}
 		if err := next.Err(); err != nil {
 			next.Close()

@@ -62,6 +62,30 @@ func (s *Scope) Sample(logits *Tensor, temperature float64, topK int, topP float
 	return s.put2(a, b, err)
 }
 
+// SampleRows is Sample with one generator per row of logits, each row
+// drawing from its own (len(gens) must be the number of rows): the ids of
+// calling Sample on each row alone, in one call that draws the rows in
+// parallel. A nil generator leaves its row undrawn (its id is the greedy
+// one and no generator advances).
+func (s *Scope) SampleRows(logits *Tensor, temperature float64, topK int, topP float64, gens []*Generator) (ids, logp *Tensor) {
+	if !s.ok(logits) {
+		return nil, nil
+	}
+	gh := make([]csrc.Gen, len(gens))
+	for i, g := range gens {
+		if g != nil {
+			if gh[i] = g.handle(); gh[i].IsNil() {
+				s.err = ErrFreed
+				return nil, nil
+			}
+		}
+	}
+	var a, b csrc.Tensor
+	var err error
+	csrc.Heavy(func() { a, b, err = csrc.SampleRows(logits.handle(), temperature, int64(topK), topP, gh) })
+	return s.put2(a, b, err)
+}
+
 // SelectRowsInPlace replaces each tensor by its index_select(dim, idx),
 // keeping the *Tensor identities (used to drop finished sequences from KV
 // caches). Nil entries are skipped.

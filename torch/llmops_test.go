@@ -84,6 +84,182 @@ func TestLLMSample(t *testing.T) {
 	}
 }
 
+// Sampling draws from softmax(logits/T): over a vocabulary that is not a
+// multiple of the kernel's blocks, with excluded (-inf) ids, the counts of
+// 40,000 draws match the probabilities, an excluded id is never drawn, and
+// logp is the drawn id's log-softmax.
+func TestLLMSampleDistribution(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const V, B, calls, T = 203, 400, 100, 1.5
+	z := make([]float32, V)
+	for i := range z {
+		z[i] = float32(3 * math.Sin(float64(i)*0.7))
+		if i%5 == 3 || i == V-1 {
+			z[i] = float32(math.Inf(-1))
+		}
+	}
+	row := make([]float32, 0, B*V)
+	for range B {
+		row = append(row, z...)
+	}
+	logits := s.Own(From(row, B, V))
+	// the expected probabilities, in float64
+	p := make([]float64, V)
+	var sum float64
+	for i, v := range z {
+		p[i] = math.Exp(float64(v) / T)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	g, err := NewGenerator(11, CPU)
+	require.NoError(t, err)
+	defer g.Close()
+	counts := make([]float64, V)
+	for range calls {
+		c := NewScope()
+		ids, lp := c.Sample(logits, T, 0, 1, g)
+		got, lps := c.Int64s(ids), c.Float32s(lp)
+		require.NoError(t, c.Err())
+		for r, id := range got {
+			require.Falsef(t, math.IsInf(float64(z[id]), -1), "drew excluded id %d", id)
+			require.InDelta(t, math.Log(p[id]), float64(lps[r]), 1e-5, "logp of id %d", id)
+			counts[id]++
+		}
+		c.Close()
+	}
+	// chi-square over the allowed ids (dof about 160): a correct sampler
+	// stays well under 260 (p < 1e-6 above it); a wrong one (a temperature
+	// ignored, an id off by one) lands in the thousands
+	var chi float64
+	n := float64(B * calls)
+	for i := range p {
+		if p[i] > 0 {
+			d := counts[i] - n*p[i]
+			chi += d * d / (n * p[i])
+		}
+	}
+	require.Less(t, chi, 260.0, "chi-square of the draws")
+	require.NoError(t, s.Err())
+}
+
+// A batch of rows draws from one generator in row order: the same ids as
+// the rows drawn one at a time from a generator with the same seed.
+func TestLLMSampleRowOrder(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const B, V = 6, 50
+	x := make([]float32, B*V)
+	for i := range x {
+		x[i] = float32(math.Cos(float64(i) * 1.3))
+	}
+	logits := s.Own(From(x, B, V))
+	g1, err := NewGenerator(5, CPU)
+	require.NoError(t, err)
+	defer g1.Close()
+	g2, err := NewGenerator(5, CPU)
+	require.NoError(t, err)
+	defer g2.Close()
+	ids, _ := s.Sample(logits, 1, 0, 1, g1)
+	all := s.Int64s(ids)
+	for r := range B {
+		one, _ := s.Sample(s.Narrow(logits, 0, int64(r), 1), 1, 0, 1, g2)
+		require.Equal(t, all[r], s.Int64s(one)[0], "row %d", r)
+	}
+	require.NoError(t, s.Err())
+}
+
+// A draw keeps its id when the logits move by rounding (as bf16 prefill
+// paths move them): over 300 near-uniform rows, logits moved by up to 0.005
+// change almost no draw from a generator with the same seed. (An
+// inverse-CDF draw, whose running sums all shift, changes most of them.)
+func TestLLMSampleStableUnderRounding(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const B, V = 300, 500
+	x, y := make([]float32, B*V), make([]float32, B*V)
+	for i := range x {
+		x[i] = float32(0.3 * math.Sin(float64(i)*0.37))
+		y[i] = x[i] + float32(0.005*math.Cos(float64(i)*2.9))
+	}
+	draw := func(v []float32) []int64 {
+		g, err := NewGenerator(21, CPU)
+		require.NoError(t, err)
+		defer g.Close()
+		ids, _ := s.Sample(s.Own(From(v, B, V)), 1, 0, 1, g)
+		return s.Int64s(ids)
+	}
+	a, b := draw(x), draw(y)
+	require.NoError(t, s.Err())
+	same := 0
+	for i := range a {
+		if a[i] == b[i] {
+			same++
+		}
+	}
+	require.GreaterOrEqual(t, same, 285, "draws kept under a 0.005 move of the logits")
+}
+
+// SampleRows draws each row from its own generator: the ids and log-probs
+// of Sample on each row alone; a nil generator's row gets its greedy id and
+// no generator moves; top-k and top-p restrict every row.
+func TestLLMSampleRows(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const B, V = 5, 300
+	x := make([]float32, B*V)
+	for i := range x {
+		x[i] = float32(2 * math.Sin(float64(i)*0.91))
+	}
+	logits := s.Own(From(x, B, V))
+	gens := func() []*Generator {
+		gs := make([]*Generator, B)
+		for i := range gs {
+			g, err := NewGenerator(uint64(100+i), CPU)
+			require.NoError(t, err)
+			t.Cleanup(g.Close)
+			gs[i] = g
+		}
+		return gs
+	}
+	for _, c := range []struct {
+		k int
+		p float64
+	}{{0, 1}, {20, 1}, {0, 0.8}} {
+		ga, gb := gens(), gens()
+		ga[2] = nil
+		for range 3 {
+			ids, lp := s.SampleRows(logits, 1.3, c.k, c.p, ga)
+			all, lps := s.Int64s(ids), s.Float32s(lp)
+			require.NoError(t, s.Err())
+			for r := range int64(B) {
+				g, temp := gb[r], 1.3
+				if r == 2 {
+					g, temp = nil, 0
+				}
+				one, olp := s.Sample(s.Narrow(logits, 0, r, 1), temp, c.k, c.p, g)
+				require.Equal(t, s.Int64s(one)[0], all[r], "top-k %d top-p %v row %d", c.k, c.p, r)
+				if r != 2 {
+					require.InDelta(t, s.Float32s(olp)[0], lps[r], 1e-6)
+				}
+			}
+		}
+	}
+	s.SampleRows(logits, 1, 0, 1, make([]*Generator, B-1))
+	require.ErrorContains(t, s.Err(), "one generator per row")
+}
+
+// Logits holding NaN fail with a clear error instead of drawing an id.
+func TestLLMSampleNaN(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	logits := s.Own(From([]float32{0, float32(math.NaN()), 1, 2}, 1, 4))
+	s.Sample(logits, 1, 0, 1, nil)
+	require.Error(t, s.Err())
+}
+
 func TestSelectRowsInPlace(t *testing.T) {
 	s := NewScope()
 	defer s.Close()

@@ -5,7 +5,10 @@ package csrc
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Fused decoder ops (shim_llm.cc), used by package llm through package fused.
 
@@ -65,6 +68,17 @@ func HeadLogProbs(hidden, head, ids Tensor, temperature float64, withEntropy boo
 func Sample(logits Tensor, temperature float64, topK int64, topP float64, g Gen) (ids, logp Tensor, err error) {
 	var a, b C.tt_tensor
 	return out2(C.tt_llm_sample(logits.p, C.double(temperature), C.int64_t(topK), C.double(topP), g.p, &a, &b), a, b)
+}
+
+// SampleRows is Sample with one generator per row of logits (a zero Gen:
+// the row is not drawn and gets its greedy id) (tt_llm_sample_rows).
+func SampleRows(logits Tensor, temperature float64, topK int64, topP float64, gens []Gen) (ids, logp Tensor, err error) {
+	var a, b C.tt_tensor
+	var gp *C.tt_gen
+	if len(gens) > 0 {
+		gp = (*C.tt_gen)(unsafe.Pointer(unsafe.SliceData(gens)))
+	}
+	return out2(C.tt_llm_sample_rows(logits.p, C.double(temperature), C.int64_t(topK), C.double(topP), gp, C.int(len(gens)), &a, &b), a, b)
 }
 
 // LLMSelectRows replaces each non-NULL tensor of ts by its index_select(dim,

@@ -224,6 +224,10 @@ tt_err tt_llm_head_logprobs(tt_tensor hidden, tt_tensor head, tt_tensor ids, dou
                             int64_t chunk, tt_tensor* logp, tt_tensor* ent);
 tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double top_p, tt_gen g, tt_tensor* ids,
                      tt_tensor* logp);
+// tt_llm_sample with one generator per row (n_gens rows; a NULL one: the
+// row is not drawn and gets its greedy id).
+tt_err tt_llm_sample_rows(tt_tensor logits, double temperature, int64_t top_k, double top_p, const tt_gen* gens,
+                          int n_gens, tt_tensor* ids, tt_tensor* logp);
 tt_err tt_llm_select_rows(tt_tensor* ts, int n, int64_t dim, tt_tensor idx);
 void tt_llm_malloc_tune(int64_t bytes);
 void tt_llm_malloc_release(void);

@@ -17,6 +17,7 @@
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
 #include <ATen/core/Tensor.h>
 #include <ATen/core/Generator.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 #include <c10/core/GradMode.h>
@@ -32,8 +33,11 @@
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <malloc.h>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -56,6 +60,7 @@ namespace {
 
 using tt_cpu::cpu_has_avx2;
 using tt_cpu::exp256;
+using tt_cpu::hmax;
 using tt_cpu::hsum;
 using tt_cpu::isa_allows;
 
@@ -748,6 +753,188 @@ void token_logprobs(F logits_at, const at::Tensor& I, int64_t B, int64_t T, cons
 
 }  // namespace
 
+// ---- sampling ----
+//
+// One categorical draw from softmax(z) for a row of V logits (already divided
+// by the temperature; -inf for excluded ids) by an exponential race, as
+// ATen's multinomial draws: the id with the largest exp(z - max) / q, each q
+// an independent Exp(1) variate. ATen draws those with its Mersenne Twister
+// and a libm log per id: at Qwen's 151,936 ids a third of a 16-row decode
+// step. Here they come from a counter-based hash of the id under a 64-bit
+// key drawn from the row's generator (one draw a row), and are computed 8
+// at a time. A race, unlike an inverse-CDF draw, keeps its winner when the
+// logits move by rounding (prefill paths, bf16), unless the two best
+// ratios were that close. Exponents below -87 (exp < 1.2e-38, and -inf)
+// count as 0, so an excluded id never wins. Greedy (sample false) picks the
+// first maximum. logp is the id's log-probability, z[id] - max - log(total),
+// the total added per block of kDrawBlock in double. Returns false, leaving
+// the row to ATen, when it has no finite maximum or holds NaN or +inf.
+constexpr int64_t kDrawBlock = 64;
+
+// a bijective 32-bit mixer (xor-shift-multiply)
+inline uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  return x ^ (x >> 16);
+}
+__attribute__((target("avx2,fma"), always_inline)) inline __m256i mix256(__m256i x) {
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(int32_t(0x7feb352du)));
+  x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+  x = _mm256_mullo_epi32(x, _mm256_set1_epi32(int32_t(0x846ca68bu)));
+  return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+}
+
+// id i's Exp(1) variate under key k: q = -log(1 - w), w = (h + 1/2) / 2^32
+// for the hash h of i, so small q (the race's winners) keep full relative
+// precision: a series below w = 1/64, else log (race_q8: relative error
+// under 5e-6 against log1p, checked over 50M ids).
+inline float race_q(uint64_t k, int64_t i) {
+  const uint32_t h = mix32(mix32(uint32_t(i) + uint32_t(k)) ^ uint32_t(k >> 32));
+  const double w = (double(h) + 0.5) * 0x1p-32;
+  return float(-std::log1p(-w));
+}
+// race_q's w for ids i..i+7
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 race_w8(uint64_t k, int64_t i) {
+  const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(int32_t(uint32_t(i) + uint32_t(k))),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i h = mix256(_mm256_xor_si256(mix256(idx), _mm256_set1_epi32(int32_t(uint32_t(k >> 32)))));
+  // h as an unsigned float: its top 31 bits converted, times 2, plus the low bit
+  const __m256 hf = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(h, 1)), _mm256_set1_ps(2.f),
+                                    _mm256_cvtepi32_ps(_mm256_and_si256(h, _mm256_set1_epi32(1))));
+  return _mm256_mul_ps(_mm256_add_ps(hf, _mm256_set1_ps(0.5f)), _mm256_set1_ps(0x1p-32f));
+}
+// race_q from race_w8's w (q >= w)
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 race_q8(__m256 w) {
+  // series: w (1 + w/2 + w^2/3 + w^3/4)
+  __m256 ser = _mm256_fmadd_ps(w, _mm256_set1_ps(0.25f), _mm256_set1_ps(1.f / 3));
+  ser = _mm256_fmadd_ps(w, ser, _mm256_set1_ps(0.5f));
+  ser = _mm256_mul_ps(w, _mm256_fmadd_ps(w, ser, _mm256_set1_ps(1.f)));
+  // -log(x), x = 1 - w = m 2^e, m in [sqrt(1/2), sqrt(2)): log m = 2 atanh(s), s = (m-1)/(m+1)
+  const __m256 x = _mm256_sub_ps(_mm256_set1_ps(1.f), w);
+  const __m256i xb = _mm256_castps_si256(x);
+  __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(xb, 23), _mm256_set1_epi32(127));
+  __m256 m = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(xb, _mm256_set1_epi32(0x007fffff)),
+                                                 _mm256_set1_epi32(0x3f800000)));
+  const __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356f), _CMP_GT_OQ);
+  m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
+  e = _mm256_sub_epi32(e, _mm256_castps_si256(big));  // big lanes are -1: e + 1
+  const __m256 sv = _mm256_div_ps(_mm256_sub_ps(m, _mm256_set1_ps(1.f)), _mm256_add_ps(m, _mm256_set1_ps(1.f)));
+  const __m256 s2 = _mm256_mul_ps(sv, sv);
+  __m256 t = _mm256_fmadd_ps(s2, _mm256_set1_ps(2.f / 9), _mm256_set1_ps(2.f / 7));
+  t = _mm256_fmadd_ps(s2, t, _mm256_set1_ps(2.f / 5));
+  t = _mm256_fmadd_ps(s2, t, _mm256_set1_ps(2.f / 3));
+  t = _mm256_fmadd_ps(s2, t, _mm256_set1_ps(2.f));
+  const __m256 lg = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e), _mm256_set1_ps(0.69314718f), _mm256_mul_ps(sv, t));
+  const __m256 small = _mm256_cmp_ps(w, _mm256_set1_ps(1.f / 64), _CMP_LT_OQ);
+  return _mm256_blendv_ps(_mm256_sub_ps(_mm256_setzero_ps(), lg), ser, small);
+}
+
+__attribute__((target("avx2,fma"))) bool draw_row(const float* z, int64_t V, bool sample, uint64_t key,
+                                                  int64_t* id, float* logp) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int64_t V8 = V & ~int64_t(7);
+  __m256 vm = _mm256_set1_ps(ninf), bad = _mm256_setzero_ps();
+  for (int64_t i = 0; i < V8; i += 8) {
+    const __m256 v = _mm256_loadu_ps(z + i);
+    bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    vm = _mm256_max_ps(vm, v);
+  }
+  if (_mm256_movemask_ps(bad)) return false;
+  float mx = V8 ? hmax(vm) : ninf;
+  for (int64_t i = V8; i < V; i++) {
+    if (std::isnan(z[i])) return false;
+    mx = std::max(mx, z[i]);
+  }
+  if (!std::isfinite(mx)) return false;
+  const __m256 vmx = _mm256_set1_ps(mx), lo = _mm256_set1_ps(-87.f);
+  // the race's best ratio and its id, per lane
+  __m256 best = _mm256_set1_ps(-1.f);
+  __m256i bid = _mm256_setzero_si256();
+  double total = 0;
+  for (int64_t b0 = 0; b0 < V; b0 += kDrawBlock) {
+    const int64_t i1 = std::min(V, b0 + kDrawBlock);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = b0;
+    for (; i + 8 <= i1; i += 8) {
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(z + i), vmx);
+      const __m256 x = _mm256_and_ps(exp256(d), _mm256_cmp_ps(d, lo, _CMP_GE_OQ));
+      acc = _mm256_add_ps(acc, x);
+      // q >= w: a lane with x <= best w cannot win, and most lanes are out
+      // once the race has a good leader, so their logs are skipped
+      const __m256 w = sample ? race_w8(key, i) : x;
+      if (sample && _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_mul_ps(best, w), _CMP_GT_OQ))) {
+        const __m256 r = _mm256_div_ps(x, race_q8(w));
+        const __m256 gt = _mm256_cmp_ps(r, best, _CMP_GT_OQ);
+        best = _mm256_blendv_ps(best, r, gt);
+        bid = _mm256_blendv_epi8(bid, _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                                 _mm256_castps_si256(gt));
+      }
+    }
+    float sb = hsum(acc);
+    float tb = -1.f;  // the tail's best ratio
+    int64_t tid = -1;
+    for (; i < i1; i++) {
+      const float d = z[i] - mx, x = d >= -87.f ? std::exp(d) : 0.f;
+      sb += x;
+      if (!sample) continue;
+      const float r = x / race_q(key, i);
+      if (r > tb) tb = r, tid = i;
+    }
+    if (tid >= 0) {  // the tail joins lane 0's race
+      alignas(32) float bl[8];
+      alignas(32) int32_t il[8];
+      _mm256_store_ps(bl, best);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(il), bid);
+      if (tb > bl[0]) bl[0] = tb, il[0] = int32_t(tid);
+      best = _mm256_load_ps(bl);
+      bid = _mm256_load_si256(reinterpret_cast<const __m256i*>(il));
+    }
+    total += sb;
+  }
+  int64_t k;
+  if (!sample) {
+    k = std::find(z, z + V, mx) - z;
+  } else {  // the best lane (the lowest id among equal ratios)
+    alignas(32) float bl[8];
+    alignas(32) int32_t il[8];
+    _mm256_store_ps(bl, best);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(il), bid);
+    int j = 0;
+    for (int l = 1; l < 8; l++)
+      if (bl[l] > bl[j] || (bl[l] == bl[j] && il[l] < il[j])) j = l;
+    k = il[j];
+  }
+  *id = k;
+  *logp = float(double(z[k] - mx) - std::log(total));
+  return true;
+}
+
+// draw_row for each row of z (B,V) float32 on the CPU, sampled with keys[b]
+// where drawn[b], else greedy, in parallel over rows. False when a row is
+// not drawable.
+bool draw_rows(const at::Tensor& z, const std::vector<uint64_t>& keys, const std::vector<char>& drawn, at::Tensor* ids,
+               at::Tensor* logp) {
+  const int64_t B = z.size(0), V = z.size(1);
+  at::Tensor zc = z.contiguous();
+  at::Tensor id = at::empty({B}, z.options().dtype(at::kLong)), lp = at::empty({B}, z.options());
+  const float* zp = zc.data_ptr<float>();
+  int64_t* idp = id.data_ptr<int64_t>();
+  float* lpp = lp.data_ptr<float>();
+  std::atomic<bool> ok{true};
+  at::parallel_for(0, B, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; b++)
+      if (!draw_row(zp + b * V, V, drawn[size_t(b)], drawn[size_t(b)] ? keys[size_t(b)] : 0, idp + b, lpp + b))
+        ok = false;
+  });
+  if (!ok) return false;
+  *ids = id;
+  *logp = lp;
+  return true;
+}
+
 extern "C" {
 
 tt_err tt_llm_forward(const tt_tensor* w, int n_layers, const tt_tensor* lora, double lora_scale, int n_heads,
@@ -891,42 +1078,93 @@ tt_err tt_llm_head_logprobs(tt_tensor hidden, tt_tensor head, tt_tensor ids, dou
 // Samples one token per row from logits (B,V) or the last step of (B,T,V).
 // temperature <= 0 is greedy. logp is the log-probability of the chosen id
 // under softmax(logits/temperature) (raw logits when greedy), before top-k/top-p.
-tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double top_p, tt_gen g, tt_tensor* ids,
+// gens: one generator for every row, drawn in row order, or one per row
+// (per_row; an undefined one: the row is not drawn, its id the greedy one);
+// an undefined shared generator is the default one.
+static tt_err sample_logits(const char* tt_op, at::Tensor z, double temperature, int64_t top_k, double top_p,
+                     const std::vector<c10::optional<at::Generator>>& gens, bool per_row, tt_tensor* ids,
                      tt_tensor* logp) {
-  OP_TRY("llm_sample")
   at::NoGradGuard ng;
-  at::Tensor z = logits->t;
   if (z.dim() == 3) z = z.select(1, z.size(1) - 1);
   OP_NEED(z.dim() == 2, "logits must be (B,V) or (B,T,V)");
+  OP_NEED(!per_row || int64_t(gens.size()) == z.size(0), "one generator per row of logits");
   z = z.to(at::kFloat);
+  if (temperature > 0 && temperature != 1.0) z = z.div(temperature);
+  at::Tensor f = z;  // z restricted to the top-k and the top-p nucleus
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const int64_t B = z.size(0), V = z.size(-1);
+  if (temperature > 0 && top_k > 0 && top_k < V) {
+    at::Tensor kth = std::get<0>(f.topk(top_k, -1, true, true)).narrow(-1, top_k - 1, 1);
+    f = f.masked_fill(f.lt(kth), ninf);
+  }
+  if (temperature > 0 && top_p > 0 && top_p < 1) {
+    auto sorted = f.sort(-1, true);
+    at::Tensor sv = std::get<0>(sorted), si = std::get<1>(sorted);
+    at::Tensor pr = sv.softmax(-1);
+    // drop a token when the mass before it already exceeds top_p (the top token always stays)
+    at::Tensor remove = pr.cumsum(-1).sub(pr).gt(top_p);
+    f = f.scatter(-1, si, sv.masked_fill(remove, ninf));
+  }
+  bool cpu_gens = true;
+  for (const auto& g : gens) cpu_gens = cpu_gens && (!g || g->device().is_cpu());
+  // on the CPU one key a row drawn from its generator (draw_rows)
+  if (z.device().is_cpu() && cpu_gens && cpu_has_avx2() && V > 0 && V < (int64_t(1) << 31)) {
+    std::vector<uint64_t> keys;
+    std::vector<char> drawn(size_t(B), temperature > 0);
+    if (temperature > 0) {
+      keys.resize(size_t(B));
+      for (int64_t r = 0; r < B; r++) {
+        const c10::optional<at::Generator>& g = gens[per_row ? size_t(r) : 0];
+        if (per_row && !g) {
+          drawn[size_t(r)] = 0;
+          continue;
+        }
+        auto* cg = at::get_generator_or_default<at::CPUGeneratorImpl>(g, at::detail::getDefaultCPUGenerator());
+        std::lock_guard<std::mutex> lock(cg->mutex_);
+        keys[size_t(r)] = cg->random64();
+      }
+    }
+    at::Tensor id, lp;
+    if (draw_rows(f, keys, drawn, &id, &lp)) {
+      // logp is under z, before top-k/top-p
+      if (!f.is_same(z)) lp = z.log_softmax(-1).gather(-1, id.unsqueeze(-1)).squeeze(-1);
+      *ids = wrap(id);
+      *logp = wrap(lp);
+      return nullptr;
+    }
+  }
   at::Tensor chosen;
   if (temperature <= 0) {
     chosen = z.argmax(-1, false);
+  } else if (!per_row) {
+    chosen = at::multinomial(f.softmax(-1), 1, false, gens[0]).squeeze(-1);
   } else {
-    if (temperature != 1.0) z = z.div(temperature);
-    at::Tensor f = z;
-    const double ninf = -std::numeric_limits<double>::infinity();
-    const int64_t V = z.size(-1);
-    if (top_k > 0 && top_k < V) {
-      at::Tensor kth = std::get<0>(f.topk(top_k, -1, true, true)).narrow(-1, top_k - 1, 1);
-      f = f.masked_fill(f.lt(kth), ninf);
-    }
-    if (top_p > 0 && top_p < 1) {
-      auto sorted = f.sort(-1, true);
-      at::Tensor sv = std::get<0>(sorted), si = std::get<1>(sorted);
-      at::Tensor pr = sv.softmax(-1);
-      // drop a token when the mass before it already exceeds top_p (the top token always stays)
-      at::Tensor remove = pr.cumsum(-1).sub(pr).gt(top_p);
-      f = f.scatter(-1, si, sv.masked_fill(remove, ninf));
-    }
-    at::Tensor probs = f.softmax(-1);
-    c10::optional<at::Generator> gen;
-    if (g) gen = g->g;
-    chosen = at::multinomial(probs, 1, false, gen).squeeze(-1);
+    chosen = f.argmax(-1, false);
+    for (int64_t r = 0; r < B; r++)
+      if (gens[size_t(r)]) chosen[r].copy_(at::multinomial(f[r].softmax(-1), 1, false, gens[size_t(r)]).squeeze(-1));
   }
   at::Tensor lp = z.log_softmax(-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
   *ids = wrap(chosen);
   *logp = wrap(lp);
+  return nullptr;
+}
+
+tt_err tt_llm_sample(tt_tensor logits, double temperature, int64_t top_k, double top_p, tt_gen g, tt_tensor* ids,
+                     tt_tensor* logp) {
+  OP_TRY("llm_sample")
+  std::vector<c10::optional<at::Generator>> gens(1);
+  if (g) gens[0] = g->g;
+  return sample_logits(tt_op, logits->t, temperature, top_k, top_p, gens, false, ids, logp);
+  OP_CATCH
+}
+
+tt_err tt_llm_sample_rows(tt_tensor logits, double temperature, int64_t top_k, double top_p, const tt_gen* gens,
+                          int n_gens, tt_tensor* ids, tt_tensor* logp) {
+  OP_TRY("llm_sample_rows")
+  std::vector<c10::optional<at::Generator>> gv(size_t(std::max(n_gens, 0)));
+  for (int i = 0; i < n_gens; i++)
+    if (gens[i]) gv[size_t(i)] = gens[i]->g;
+  return sample_logits(tt_op, logits->t, temperature, top_k, top_p, gv, true, ids, logp);
   OP_CATCH
 }
 
