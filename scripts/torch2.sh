@@ -88,7 +88,8 @@ in_root() {
 setup() {
 	[[ $(id -u) -eq 0 ]] || die "setup needs root (debootstrap, chroot and mounts); run as root or sudo"
 	ready && return 0
-	exec 9>"$ROOT.lock" 2>/dev/null || { mkdir -p "$(dirname "$ROOT")"; exec 9>"$ROOT.lock"; }
+	mkdir -p "$(dirname "$ROOT")"
+	exec 9>"$ROOT.lock"
 	flock 9
 	ready && return 0
 	"$here/deps.sh" debootstrap
