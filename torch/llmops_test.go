@@ -145,17 +145,22 @@ func TestLLMSampleDistribution(t *testing.T) {
 	require.NoError(t, s.Err())
 }
 
+// rowLogits is a (b,v) float32 tensor of f(i) for element i, owned by s.
+func rowLogits(s *Scope, b, v int, f func(i int) float64) *Tensor {
+	x := make([]float32, b*v)
+	for i := range x {
+		x[i] = float32(f(i))
+	}
+	return s.Own(From(x, int64(b), int64(v)))
+}
+
 // A batch of rows draws from one generator in row order: the same ids as
 // the rows drawn one at a time from a generator with the same seed.
 func TestLLMSampleRowOrder(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
 	const B, V = 6, 50
-	x := make([]float32, B*V)
-	for i := range x {
-		x[i] = float32(math.Cos(float64(i) * 1.3))
-	}
-	logits := s.Own(From(x, B, V))
+	logits := rowLogits(s, B, V, func(i int) float64 { return math.Cos(float64(i) * 1.3) })
 	g1, err := NewGenerator(5, CPU)
 	require.NoError(t, err)
 	defer g1.Close()
@@ -209,11 +214,7 @@ func TestLLMSampleRows(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
 	const B, V = 5, 300
-	x := make([]float32, B*V)
-	for i := range x {
-		x[i] = float32(2 * math.Sin(float64(i)*0.91))
-	}
-	logits := s.Own(From(x, B, V))
+	logits := rowLogits(s, B, V, func(i int) float64 { return 2 * math.Sin(float64(i)*0.91) })
 	gens := func() []*Generator {
 		gs := make([]*Generator, B)
 		for i := range gs {
