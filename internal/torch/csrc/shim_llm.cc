@@ -798,8 +798,8 @@ inline float race_q(uint64_t k, int64_t i) {
 }
 // race_q's w for ids i..i+7
 __attribute__((target("avx2,fma"), always_inline)) inline __m256 race_w8(uint64_t k, int64_t i) {
-  const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(int32_t(uint32_t(i) + uint32_t(k))),
-                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i idx =
+      _mm256_add_epi32(_mm256_set1_epi32(int32_t(uint32_t(i) + uint32_t(k))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const __m256i h = mix256(_mm256_xor_si256(mix256(idx), _mm256_set1_epi32(int32_t(uint32_t(k >> 32)))));
   // h as an unsigned float: its top 31 bits converted, times 2, plus the low bit
   const __m256 hf = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(h, 1)), _mm256_set1_ps(2.f),
@@ -850,9 +850,13 @@ __attribute__((target("avx2,fma"))) bool draw_row(const float* z, int64_t V, boo
   }
   if (!std::isfinite(mx)) return false;
   const __m256 vmx = _mm256_set1_ps(mx), lo = _mm256_set1_ps(-87.f);
-  // the race's best ratio and its id, per lane
+  // the race's best ratio and its id, per lane, and in the scalar tail
+  // (the ids past the last multiple of 8)
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256 best = _mm256_set1_ps(-1.f);
   __m256i bid = _mm256_setzero_si256();
+  float tb = -1.f;
+  int64_t tid = -1;
   double total = 0;
   for (int64_t b0 = 0; b0 < V; b0 += kDrawBlock) {
     const int64_t i1 = std::min(V, b0 + kDrawBlock);
@@ -862,20 +866,18 @@ __attribute__((target("avx2,fma"))) bool draw_row(const float* z, int64_t V, boo
       const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(z + i), vmx);
       const __m256 x = _mm256_and_ps(exp256(d), _mm256_cmp_ps(d, lo, _CMP_GE_OQ));
       acc = _mm256_add_ps(acc, x);
+      if (!sample) continue;
       // q >= w: a lane with x <= best w cannot win, and most lanes are out
       // once the race has a good leader, so their logs are skipped
-      const __m256 w = sample ? race_w8(key, i) : x;
-      if (sample && _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_mul_ps(best, w), _CMP_GT_OQ))) {
+      const __m256 w = race_w8(key, i);
+      if (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_mul_ps(best, w), _CMP_GT_OQ))) {
         const __m256 r = _mm256_div_ps(x, race_q8(w));
         const __m256 gt = _mm256_cmp_ps(r, best, _CMP_GT_OQ);
         best = _mm256_blendv_ps(best, r, gt);
-        bid = _mm256_blendv_epi8(bid, _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                                 _mm256_castps_si256(gt));
+        bid = _mm256_blendv_epi8(bid, _mm256_add_epi32(_mm256_set1_epi32(int32_t(i)), lane), _mm256_castps_si256(gt));
       }
     }
     float sb = hsum(acc);
-    float tb = -1.f;  // the tail's best ratio
-    int64_t tid = -1;
     for (; i < i1; i++) {
       const float d = z[i] - mx, x = d >= -87.f ? std::exp(d) : 0.f;
       sb += x;
@@ -883,21 +885,12 @@ __attribute__((target("avx2,fma"))) bool draw_row(const float* z, int64_t V, boo
       const float r = x / race_q(key, i);
       if (r > tb) tb = r, tid = i;
     }
-    if (tid >= 0) {  // the tail joins lane 0's race
-      alignas(32) float bl[8];
-      alignas(32) int32_t il[8];
-      _mm256_store_ps(bl, best);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(il), bid);
-      if (tb > bl[0]) bl[0] = tb, il[0] = int32_t(tid);
-      best = _mm256_load_ps(bl);
-      bid = _mm256_load_si256(reinterpret_cast<const __m256i*>(il));
-    }
     total += sb;
   }
   int64_t k;
   if (!sample) {
     k = std::find(z, z + V, mx) - z;
-  } else {  // the best lane (the lowest id among equal ratios)
+  } else {  // the best lane (the lowest id among equal ratios), then the tail (higher ids)
     alignas(32) float bl[8];
     alignas(32) int32_t il[8];
     _mm256_store_ps(bl, best);
@@ -905,7 +898,7 @@ __attribute__((target("avx2,fma"))) bool draw_row(const float* z, int64_t V, boo
     int j = 0;
     for (int l = 1; l < 8; l++)
       if (bl[l] > bl[j] || (bl[l] == bl[j] && il[l] < il[j])) j = l;
-    k = il[j];
+    k = tid >= 0 && tb > bl[j] ? tid : il[j];
   }
   *id = k;
   *logp = float(double(z[k] - mx) - std::log(total));
