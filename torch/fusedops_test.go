@@ -191,3 +191,74 @@ func TestFusedOpsErrors(t *testing.T) {
 		})
 	}
 }
+
+// swigluBits runs SwiGLU forward and backward in float32 and bfloat16 on a
+// row width whose 59 features leave a 16-lane, an 8-lane and a scalar part,
+// at values across sigmoid's range (large of both signs, zeros, tiny), and
+// returns every output and gradient element widened to float64.
+func swigluBits(t *testing.T) []float64 {
+	const M, I = 3, 59
+	x := make([]float32, M*2*I)
+	for i := range x {
+		v := float32(math.Sin(float64(i)*0.731)) * float32(1+i%13) * 3
+		switch i % 17 {
+		case 0:
+			v = -90
+		case 5:
+			v = 95
+		case 9:
+			v = 0
+		case 11:
+			v = 1e-30
+		}
+		x[i] = v
+	}
+	s := NewScope()
+	defer s.Close()
+	var out []float64
+	for _, dt := range []DType{Float32, BFloat16} {
+		gu := s.Cast(s.Own(From(x, M, 2*I)), dt)
+		require.NoError(t, s.Err())
+		require.NoError(t, gu.SetRequiresGrad(true))
+		y := s.SwiGLU(gu)
+		w := s.Cast(s.Sin(s.Arange(0, M*I, 1, Float32, CPU)), dt)
+		require.NoError(t, s.Sum(s.Mul(y, s.Reshape(w, M, I)), false).Backward(nil))
+		g, err := gu.Grad()
+		require.NoError(t, err)
+		out = append(out, s.Float64s(s.Cast(y, Float64))...)
+		out = append(out, s.Float64s(s.Cast(s.Own(g, nil), Float64))...)
+		require.NoError(t, s.Err())
+	}
+	return out
+}
+
+// TestSwiGLULanesSameBits: the 16-lane (AVX-512) SwiGLU passes give the bits
+// of the 8-lane (AVX2) ones, forward and backward, float32 and bfloat16; a
+// child process held to AVX2 (RAGEN_CPU_ISA) writes its results for the
+// parent to compare. On a CPU without AVX-512 both take the 8-lane path.
+func TestSwiGLULanesSameBits(t *testing.T) {
+	if f := os.Getenv("RAGEN_TEST_SWIGLU_OUT"); f != "" {
+		var b bytes.Buffer
+		for _, v := range swigluBits(t) {
+			fmt.Fprintf(&b, "%016x\n", math.Float64bits(v))
+		}
+		require.NoError(t, os.WriteFile(f, b.Bytes(), 0o644))
+		return
+	}
+	wide := swigluBits(t)
+	f := t.TempDir() + "/avx2.txt"
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestSwiGLULanesSameBits$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "RAGEN_CPU_ISA=avx2", "RAGEN_TEST_SWIGLU_OUT="+f)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "RAGEN_CPU_ISA=avx2:\n%s", out)
+	raw, err := os.ReadFile(f)
+	require.NoError(t, err)
+	lines := bytes.Fields(raw)
+	require.Len(t, lines, len(wide))
+	for i, l := range lines {
+		want := fmt.Sprintf("%016x", math.Float64bits(wide[i]))
+		if string(l) != want {
+			t.Fatalf("element %d: avx2 bits %s, default ISA bits %s (%v)", i, l, want, wide[i])
+		}
+	}
+}

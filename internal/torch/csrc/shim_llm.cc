@@ -59,6 +59,7 @@ struct tt_gen_s {
 namespace {
 
 using tt_cpu::cpu_has_avx2;
+using tt_cpu::cpu_has_avx512;
 using tt_cpu::exp256;
 using tt_cpu::hmax;
 using tt_cpu::hsum;
@@ -180,11 +181,6 @@ void skinny_rows(const float* x, int64_t M, int64_t K, const float* w, const flo
 // in chunks of 992, 32 GB/s without chunks, 31 for the 2 x 8 tiles.
 // Every row's sums are added in the same order whatever the number of rows
 // and its place among them: a row's result does not depend on the batch.
-bool cpu_has_avx512() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && cpu_has_avx2() && isa_allows("avx512");
-  return ok;
-}
-
 bool cpu_has_avx512bf16() {
   static const bool ok = cpu_has_avx512() && __builtin_cpu_supports("avx512bf16") &&
                          __builtin_cpu_supports("avx512bw") && isa_allows("avx512bf16");
