@@ -243,11 +243,15 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	KV := int64(m.cfg.NumKeyValueHeads)
 	// generation computes in bf16 under bf16 mixed precision (weights cast
 	// once per call, activations, KV caches), as veRL's rollouts; in the
-	// parameters' dtype otherwise (genDType)
+	// parameters' dtype otherwise (genDType). Every step reads the caches
+	// and the weights whole: both on huge pages (torch.OnHugePages).
 	caches := make([]*torch.Tensor, 2*len(m.layers))
-	for i := range caches {
-		caches[i] = s.Zeros([]int64{int64(B), KV, int64(L), D}, m.genDType(), dev)
-	}
+	_ = torch.OnHugePages(func() error {
+		for i := range caches {
+			caches[i] = s.Zeros([]int64{int64(B), KV, int64(L), D}, m.genDType(), dev)
+		}
+		return nil
+	})
 	if err := s.Err(); err != nil {
 		return fmt.Errorf("llm: generate: %w", err)
 	}
@@ -274,10 +278,12 @@ func (m *Model) decode(ctx context.Context, tok tokenizer.Tokenizer, prompts [][
 	}
 	var w *fused.Weights
 	if err := torch.NoGrad(func() error {
-		var head *torch.Tensor
-		w, head = m.weightsIn(s, m.genDType())
-		w.Head = head
-		return s.Err()
+		return torch.OnHugePages(func() error {
+			var head *torch.Tensor
+			w, head = m.weightsIn(s, m.genDType())
+			w.Head = head
+			return s.Err()
+		})
 	}); err != nil {
 		return fmt.Errorf("llm: generate: %w", err)
 	}

@@ -154,12 +154,16 @@ func alloc(cfg Config, opt Options) (*Model, error) {
 	}
 	m := &Model{cfg: cfg, opt: opt, fam: fam}
 	E, V := int64(cfg.HiddenSize), int64(cfg.VocabSize)
+	// the weights on huge pages: a decode step reads them all
 	mk := func(v float64, shape ...int64) *torch.Tensor {
 		if err != nil {
 			return nil
 		}
 		var t *torch.Tensor
-		t, err = torch.Full(shape, v, opt.DType, opt.Device)
+		_ = torch.OnHugePages(func() error {
+			t, err = torch.Full(shape, v, opt.DType, opt.Device)
+			return nil
+		})
 		return t
 	}
 	m.embed = mk(0, V, E)

@@ -164,6 +164,27 @@ func SetTorchThread(on bool) bool { return csrc.SetTorchThread(on) }
 // NumThreads reports libtorch's intra-op thread count on this thread.
 func NumThreads() int { return csrc.NumThreads() }
 
+// OnHugePages runs f with the CPU allocations of 2 MiB or more that it
+// makes, on any goroutine, placed on transparent huge pages (2 MiB pages
+// where Linux's transparent_hugepage setting is madvise or always), and
+// returns f's error. It is for long-lived tensors read whole again and
+// again, as a model's weights and KV caches are by every decode step: on
+// 4 KiB pages each page read is a TLB miss and ends a hardware prefetch
+// stream (a bf16 decode step of Qwen2.5-0.5B reads a quarter of a million of
+// them). Spans nest and may overlap between goroutines; allocations made
+// elsewhere meanwhile may take huge pages too. The environment variable
+// RAGEN_HUGEPAGES=0 leaves libtorch's allocator alone (f then runs as it is).
+func OnHugePages(f func() error) error {
+	if csrc.HugePagesBegin() {
+		defer csrc.HugePagesEnd()
+	}
+	return f()
+}
+
+// HugePageBytes reports the bytes of live tensors OnHugePages placed on
+// huge pages (mapped; Linux backs with 2 MiB pages what it can).
+func HugePageBytes() int64 { return csrc.HugePageBytes() }
+
 // CUDAAvailable reports whether this build links a CUDA libtorch and a GPU is visible.
 func CUDAAvailable() bool { return csrc.CUDAAvailable() }
 

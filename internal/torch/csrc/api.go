@@ -703,6 +703,17 @@ func SetNumThreads(n int) { C.tt_set_num_threads(C.int(n)) }
 // NumThreads is libtorch's intra-op thread count (tt_get_num_threads).
 func NumThreads() int { return int(C.tt_get_num_threads()) }
 
+// HugePagesBegin starts a span in which CPU allocations of 2 MiB or more
+// are made on transparent huge pages; false when the allocator is not
+// installed (RAGEN_HUGEPAGES=0) (tt_hugepages_begin).
+func HugePagesBegin() bool { return C.tt_hugepages_begin() != 0 }
+
+// HugePagesEnd ends a span HugePagesBegin started (tt_hugepages_end).
+func HugePagesEnd() { C.tt_hugepages_end() }
+
+// HugePageBytes is the bytes of live huge-page allocations (tt_hugepages_bytes).
+func HugePageBytes() int64 { return int64(C.tt_hugepages_bytes()) }
+
 // MKLDNNEnabled reports whether libtorch has oneDNN and may use it
 // (tt_mkldnn_enabled).
 func MKLDNNEnabled() bool { return C.tt_mkldnn_enabled() != 0 }

@@ -143,6 +143,14 @@ tt_err tt_clip_grad_norm(tt_tensor* params, int n, double max_norm, double* tota
 /* runtime */
 void tt_set_num_threads(int n);
 int tt_get_num_threads(void);
+/* CPU allocations of 2 MiB or more on transparent huge pages
+ * (shim_hugepages.cc): on between tt_hugepages_begin (1 when the allocator
+ * is installed, 0 under RAGEN_HUGEPAGES=0) and tt_hugepages_end, calls that
+ * nest and may come from any thread; tt_hugepages_bytes is the bytes so
+ * mapped and not yet freed. */
+int tt_hugepages_begin(void);
+void tt_hugepages_end(void);
+int64_t tt_hugepages_bytes(void);
 /* the torch thread (worker.go): tt_worker_mark marks the calling OS thread as
  * the one that runs heavy calls; tt_on_worker is 1 on it, else 0. */
 void tt_worker_mark(void);
