@@ -160,9 +160,9 @@ func alloc(cfg Config, opt Options) (*Model, error) {
 			return nil
 		}
 		var t *torch.Tensor
-		_ = torch.OnHugePages(func() error {
-			t, err = torch.Full(shape, v, opt.DType, opt.Device)
-			return nil
+		err = torch.OnHugePages(func() (e error) {
+			t, e = torch.Full(shape, v, opt.DType, opt.Device)
+			return e
 		})
 		return t
 	}

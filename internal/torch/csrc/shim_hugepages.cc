@@ -42,8 +42,7 @@ namespace {
 constexpr size_t kHuge = size_t(2) << 20;
 
 std::atomic<int64_t> g_scopes{0};    // open tt_hugepages_begin calls
-std::atomic<int64_t> g_regions{0};   // live huge mappings
-std::atomic<int64_t> g_huge_bytes{0};
+std::atomic<int64_t> g_huge_bytes{0};  // of live huge mappings (0: none)
 std::mutex g_mu;
 std::unordered_map<void*, size_t>* g_len;  // huge mapping -> its length (under g_mu)
 c10::Allocator* g_base = nullptr;
@@ -57,21 +56,20 @@ void* map_huge(size_t n) {
   if (raw == MAP_FAILED) return nullptr;
   const uintptr_t b = reinterpret_cast<uintptr_t>(raw), p = (b + kHuge - 1) / kHuge * kHuge;
   if (p > b) munmap(raw, p - b);
-  if (b + len + kHuge > p + len) munmap(reinterpret_cast<void*>(p + len), b + len + kHuge - (p + len));
+  munmap(reinterpret_cast<void*>(p + len), b + kHuge - p);  // the tail past the aligned mapping, never empty
   void* q = reinterpret_cast<void*>(p);
   madvise(q, len, MADV_HUGEPAGE);  // EINVAL without THP in the kernel: then small pages
   {
     std::lock_guard<std::mutex> lk(g_mu);
     (*g_len)[q] = len;
   }
-  g_regions.fetch_add(1);
   g_huge_bytes.fetch_add(int64_t(len));
   return q;
 }
 
 // unmap_huge frees p if it is a huge mapping and reports whether it was.
 bool unmap_huge(void* p) {
-  if (g_regions.load(std::memory_order_relaxed) == 0) return false;
+  if (g_huge_bytes.load(std::memory_order_relaxed) == 0) return false;
   size_t len = 0;
   {
     std::lock_guard<std::mutex> lk(g_mu);
@@ -81,7 +79,6 @@ bool unmap_huge(void* p) {
     g_len->erase(it);
   }
   munmap(p, len);
-  g_regions.fetch_sub(1);
   g_huge_bytes.fetch_sub(int64_t(len));
   return true;
 }

@@ -378,7 +378,6 @@ TT_AVX void swiglu_fwd_rows(const T* gu, T* y, int64_t M, int64_t I) {
   });
 }
 
-// d gate = gy u sig (1 + g (1 - sig)), d up = gy rnd(silu(g)).
 // one row of swiglu_bwd_rows 16 lanes at a time; returns where it stopped
 template <class T>
 TT_AVX512 int64_t swiglu_bwd16(const T* g, const T* u, const T* gr, T* og, T* ou, int64_t I) {
@@ -393,6 +392,7 @@ TT_AVX512 int64_t swiglu_bwd16(const T* g, const T* u, const T* gr, T* og, T* ou
   return i;
 }
 
+// d gate = gy u sig (1 + g (1 - sig)), d up = gy rnd(silu(g)).
 template <class T>
 TT_AVX void swiglu_bwd_rows(const T* gy, const T* gu, T* ggu, int64_t M, int64_t I) {
   const int64_t I8 = I & ~int64_t(7);
