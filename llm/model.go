@@ -154,34 +154,34 @@ func alloc(cfg Config, opt Options) (*Model, error) {
 	}
 	m := &Model{cfg: cfg, opt: opt, fam: fam}
 	E, V := int64(cfg.HiddenSize), int64(cfg.VocabSize)
-	// the weights on huge pages: a decode step reads them all
 	mk := func(v float64, shape ...int64) *torch.Tensor {
 		if err != nil {
 			return nil
 		}
 		var t *torch.Tensor
-		err = torch.OnHugePages(func() (e error) {
-			t, e = torch.Full(shape, v, opt.DType, opt.Device)
-			return e
-		})
+		t, err = torch.Full(shape, v, opt.DType, opt.Device)
 		return t
 	}
-	m.embed = mk(0, V, E)
-	for i := 0; i < cfg.NumHiddenLayers; i++ {
-		var l layer
-		for _, r := range fam.roles() {
-			v := 0.0
-			if r.isNorm() {
-				v = 1
+	// the weights on huge pages: a decode step reads them all
+	err = torch.OnHugePages(func() error {
+		m.embed = mk(0, V, E)
+		for i := 0; i < cfg.NumHiddenLayers; i++ {
+			var l layer
+			for _, r := range fam.roles() {
+				v := 0.0
+				if r.isNorm() {
+					v = 1
+				}
+				l[r] = mk(v, r.shape(cfg)...)
 			}
-			l[r] = mk(v, r.shape(cfg)...)
+			m.layers = append(m.layers, l)
 		}
-		m.layers = append(m.layers, l)
-	}
-	m.norm = mk(1, E)
-	if !cfg.TieWordEmbeddings {
-		m.head = mk(0, V, E)
-	}
+		m.norm = mk(1, E)
+		if !cfg.TieWordEmbeddings {
+			m.head = mk(0, V, E)
+		}
+		return err
+	})
 	if err == nil {
 		err = m.makeRope()
 	}

@@ -856,3 +856,25 @@ func TestPrefillRowGroups(t *testing.T) {
 		sameResult(t, fmt.Sprintf("prompt %d", i), grouped[i], whole[i])
 	}
 }
+
+// The weights are allocated on huge pages (torch.OnHugePages), matrices of
+// 2 MiB or more as their own mappings, and closing the model unmaps them.
+func TestWeightsOnHugePages(t *testing.T) {
+	if os.Getenv("RAGEN_HUGEPAGES") == "0" {
+		t.Skip("RAGEN_HUGEPAGES=0: libtorch's allocator")
+	}
+	cfg := TinyConfig(8192) // embedding and head 8192 x 64 float32: 2 MiB each
+	cfg.TieWordEmbeddings = false
+	base := torch.HugePageBytes()
+	m, err := New(cfg, Options{DType: torch.Float32, Device: torch.CPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := torch.HugePageBytes()-base, int64(2*8192*64*4); got < want {
+		t.Fatalf("%d bytes on huge pages, want at least %d (embedding and head)", got, want)
+	}
+	m.Close()
+	if got := torch.HugePageBytes(); got != base {
+		t.Fatalf("%d bytes on huge pages after Close, want %d", got, base)
+	}
+}
