@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -144,11 +143,7 @@ func TestOneDNNSgemm(t *testing.T) {
 		t.Skip("libtorch does not link oneDNN as a shared library here")
 	}
 	require.True(t, OneDNNSgemm(), "libdnnl.so is loaded, so linear should take its sgemm")
-	cmd := exec.Command(os.Args[0], "-test.run", "^(TestOneDNNSgemm|TestFusedOpsMatchComposition)$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "RAGEN_GEMM=aten")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("RAGEN_GEMM=aten: %v\n%s", err, out)
-	}
+	inChild(t, "^(TestOneDNNSgemm|TestFusedOpsMatchComposition)$", "RAGEN_GEMM=aten")
 }
 
 // TestFusedOpsErrors: bad shapes and dtypes are errors that name the problem.
@@ -247,10 +242,7 @@ func TestSwiGLULanesSameBits(t *testing.T) {
 	}
 	wide := swigluBits(t)
 	f := t.TempDir() + "/avx2.txt"
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestSwiGLULanesSameBits$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "RAGEN_CPU_ISA=avx2", "RAGEN_TEST_SWIGLU_OUT="+f)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "RAGEN_CPU_ISA=avx2:\n%s", out)
+	inChild(t, "^TestSwiGLULanesSameBits$", "RAGEN_CPU_ISA=avx2", "RAGEN_TEST_SWIGLU_OUT="+f)
 	raw, err := os.ReadFile(f)
 	require.NoError(t, err)
 	lines := bytes.Fields(raw)

@@ -3,7 +3,6 @@ package torch
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,9 +43,6 @@ func TestOnHugePages(t *testing.T) {
 	require.Equal(t, base, HugePageBytes(), "freed")
 	require.ErrorContains(t, OnHugePages(func() error { return errors.New("from f") }), "from f")
 	if !off {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestOnHugePages$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "RAGEN_HUGEPAGES=0")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "RAGEN_HUGEPAGES=0:\n%s", out)
+		inChild(t, "^TestOnHugePages$", "RAGEN_HUGEPAGES=0")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,18 @@ func TestMain(m *testing.M) {
 	SetNumThreads(2)
 	SetLeakCheck(true)
 	os.Exit(m.Run())
+}
+
+// inChild reruns the tests matching pattern (a -test.run expression) in a
+// child process with env added to this one's, failing t with the child's
+// output when they fail.
+func inChild(t *testing.T, pattern string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", pattern, "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", env, err, out)
+	}
 }
 
 // scoped runs f with a fresh scope and checks that every tensor it made is
