@@ -47,9 +47,6 @@ type Problem struct {
 	testsErr error
 }
 
-// pyStr is Python's str() of a decoded value.
-func pyStr(v any) string { return pyjson.Str(v) }
-
 // plainValue turns a pyjson value into the plain Go values the sandbox job
 // marshals (ints as int64, objects as maps).
 func plainValue(v any) any {
@@ -91,7 +88,7 @@ func problemOf(r row) Problem {
 	for _, k := range []string{"question", "prompt", "problem"} {
 		if v, ok := r.get(k); ok {
 			if v != nil {
-				p.Question = pyStr(v)
+				p.Question = PyStr(v)
 			}
 			found = true
 			break
@@ -101,16 +98,16 @@ func problemOf(r row) Problem {
 		p.Question = r.repr()
 	}
 	if v, ok := r.get("starter_code"); ok && pyjson.Truthy(v) {
-		p.StarterCode = pyStr(v)
+		p.StarterCode = PyStr(v)
 	}
 	if v, ok := r.get("solution"); ok && pyjson.Truthy(v) {
-		p.Solution = pyStr(v)
+		p.Solution = PyStr(v)
 	} else if v, ok := r.get("solutions"); ok {
 		if s, ok := v.(string); ok {
 			v, _ = pyjson.Decode(s)
 		}
 		if l, ok := v.([]any); ok && len(l) > 0 {
-			p.Solution = pyStr(l[0])
+			p.Solution = PyStr(l[0])
 		}
 	}
 	// Metadata: a string is JSON-parsed (invalid → {}), an object used,
@@ -134,7 +131,7 @@ func problemOf(r row) Problem {
 	}
 	if meta != nil {
 		if fn, ok := meta.Get("func_name"); ok && fn != nil {
-			p.FuncName = pyStr(fn)
+			p.FuncName = PyStr(fn)
 		}
 	}
 	gt, hasGT := r.get("ground_truth")
@@ -173,12 +170,12 @@ func problemOf(r row) Problem {
 		}
 		var t TestCase
 		if v, ok := o.Get("input"); ok {
-			t.Input, t.inStr = plainValue(v), pyStr(v)
+			t.Input, t.inStr = plainValue(v), PyStr(v)
 		} else {
 			t.noInput = true
 		}
 		out, _ := o.Get("output")
-		t.Output, t.want, t.hasWant = plainValue(out), pyStr(out), true
+		t.Output, t.want, t.hasWant = plainValue(out), PyStr(out), true
 		if tt, ok := o.Get("testtype"); ok {
 			t.TestType, _ = tt.(string)
 		}

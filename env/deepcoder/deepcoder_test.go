@@ -2,6 +2,7 @@ package deepcoder
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
@@ -143,10 +144,33 @@ func TestPyStr(t *testing.T) {
 	}{
 		{"x y", "x y"}, {[]any{"a", 1.5, nil, true}, "['a', 1.5, None, True]"}, {float64(3), "3.0"},
 		{map[string]any{"k": []any{"it's"}}, `{'k': ["it's"]}`}, {int64(-10), "-10"},
+		// encoding/json's UseNumber: ints exact at any size, the rest as floats
+		{[]any{json.Number("123456789012345678901234"), json.Number("1e5"), json.Number("-2.50")},
+			"[123456789012345678901234, 100000.0, -2.5]"},
+		// repr escapes what Python does not print
+		{[]any{"é\u200b\u0085"}, `['é\u200b\x85']`},
 	} {
 		if got := PyStr(c.v); got != c.want {
 			t.Errorf("PyStr(%v) = %q, want %q", c.v, got, c.want)
 		}
+	}
+}
+
+// TestJSONToPlain checks what a test's input becomes in the sandbox job:
+// encoding/json's numbers as int64 or float64, an int too large for int64
+// as its exact text (Python's json.loads keeps it exact).
+func TestJSONToPlain(t *testing.T) {
+	in := []any{json.Number("7"), json.Number("123456789012345678901234"), json.Number("0.5"),
+		map[string]any{"n": json.Number("-3")}}
+	b, err := json.Marshal(jsonToPlain(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `[7,123456789012345678901234,0.5,{"n":-3}]`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
+	}
+	if _, ok := jsonToPlain(json.Number("7")).(int64); !ok {
+		t.Errorf("json.Number 7 is %T, want int64", jsonToPlain(json.Number("7")))
 	}
 }
 

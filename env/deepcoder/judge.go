@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
-	"ragen/env"
 	"ragen/env/deepcoder/sandbox"
+	"ragen/env/internal/pyjson"
 	"ragen/internal/pystr"
 )
 
@@ -207,13 +205,18 @@ func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 	return ev, nil
 }
 
-// jsonToPlain turns json.Number values back into float64/int64 so the
-// sandbox job marshals them as numbers.
+// jsonToPlain turns json.Number values (encoding/json's UseNumber) into
+// int64 or float64 so the sandbox job marshals them as numbers; an integer
+// too large for int64 stays a json.Number, which marshals as its exact
+// text (Python's json.loads gives an exact int).
 func jsonToPlain(v any) any {
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return i
+		}
+		if !strings.ContainsAny(string(x), ".eE") {
+			return x
 		}
 		f, _ := x.Float64()
 		return f
@@ -235,97 +238,7 @@ func jsonToPlain(v any) any {
 
 // PyStr is Python's str() of a JSON value as json.loads returns it:
 // strings as themselves at top level and repr'd inside containers,
-// None/True/False, ints, floats as repr, lists and dicts (insertion order
-// is lost in Go maps; keys are sorted).
-func PyStr(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	var b strings.Builder
-	pyRepr(&b, v)
-	return b.String()
-}
-
-func pyRepr(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case nil:
-		b.WriteString("None")
-	case bool:
-		if x {
-			b.WriteString("True")
-		} else {
-			b.WriteString("False")
-		}
-	case string:
-		b.WriteString(pyQuote(x))
-	case json.Number:
-		if _, err := x.Int64(); err == nil || !strings.ContainsAny(string(x), ".eE") {
-			b.WriteString(string(x))
-		} else {
-			f, _ := x.Float64()
-			b.WriteString(env.PyFloatRepr(f))
-		}
-	case float64:
-		b.WriteString(env.PyFloatRepr(x))
-	case int, int64:
-		fmt.Fprint(b, x)
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			pyRepr(b, e)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(pyQuote(k))
-			b.WriteString(": ")
-			pyRepr(b, x[k])
-		}
-		b.WriteByte('}')
-	default:
-		fmt.Fprint(b, x)
-	}
-}
-
-// pyQuote is Python's repr of a str (printable characters kept).
-func pyQuote(s string) string {
-	q := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			b.WriteString(`\x` + strconv.FormatInt(int64(r)+0x100, 16)[1:])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(q)
-	return b.String()
-}
+// None/True/False, ints (json.Number from encoding/json's UseNumber kept
+// exact), floats as repr, lists and dicts (a Go map has no order of its
+// own: its keys are sorted).
+func PyStr(v any) string { return pyjson.Str(v) }

@@ -9,6 +9,7 @@
 package pyjson
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -334,8 +335,9 @@ func Str(v any) string {
 	return Repr(v)
 }
 
-// Repr is Python's repr(v). It also accepts Go ints and map[string]any
-// (keys sorted, having no order of their own).
+// Repr is Python's repr(v). It also accepts Go ints, json.Number (an int
+// as its text, anything else as a float) and map[string]any (keys sorted,
+// having no order of their own).
 func Repr(v any) string {
 	var b strings.Builder
 	repr(&b, v)
@@ -360,6 +362,13 @@ func repr(b *strings.Builder, v any) {
 		b.WriteString(strconv.FormatInt(x, 10))
 	case float64:
 		b.WriteString(FloatRepr(x))
+	case json.Number:
+		if strings.ContainsAny(string(x), ".eE") {
+			f, _ := x.Float64()
+			b.WriteString(FloatRepr(f))
+		} else {
+			b.WriteString(string(x))
+		}
 	case string:
 		b.WriteString(Quote(x))
 	case []any:
