@@ -3,7 +3,8 @@ package env
 import (
 	"math"
 	"strconv"
-	"strings"
+
+	"ragen/internal/pystr"
 )
 
 // FormatReward prints a turn reward the way upstream's str() does
@@ -20,25 +21,6 @@ func FormatReward(sum float64, allInt bool) string {
 	return PyFloatRepr(sum)
 }
 
-// PyFloatRepr is Python's repr(float).
-func PyFloatRepr(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "nan"
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
-	}
-	e := strconv.FormatFloat(x, 'e', -1, 64) // d.ddde±XX, shortest digits
-	i := strings.LastIndexByte(e, 'e')
-	exp, _ := strconv.Atoi(e[i+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	f := strconv.FormatFloat(x, 'f', -1, 64)
-	if !strings.ContainsRune(f, '.') {
-		f += ".0"
-	}
-	return f
-}
+// PyFloatRepr is Python's repr(float): shortest round-trip digits, an
+// exponent below 1e-4 and from 1e16 on, nan, inf and -inf.
+func PyFloatRepr(x float64) string { return pystr.FloatRepr(x) }

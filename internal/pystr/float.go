@@ -45,3 +45,26 @@ func ParseFloat(s string) (float64, bool) {
 	}
 	return f, true
 }
+
+// FloatRepr is Python's repr(float).
+func FloatRepr(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	e := strconv.FormatFloat(x, 'e', -1, 64)
+	i := strings.LastIndexByte(e, 'e')
+	exp, _ := strconv.Atoi(e[i+1:])
+	if exp < -4 || exp >= 16 {
+		return e
+	}
+	f := strconv.FormatFloat(x, 'f', -1, 64)
+	if !strings.ContainsRune(f, '.') {
+		f += ".0"
+	}
+	return f
+}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf16"
+
+	"ragen/internal/pystr"
 )
 
 // Int is a Python int, kept as its decimal text (JSON ints are unbounded).
@@ -361,11 +363,11 @@ func repr(b *strings.Builder, v any) {
 	case int64:
 		b.WriteString(strconv.FormatInt(x, 10))
 	case float64:
-		b.WriteString(FloatRepr(x))
+		b.WriteString(pystr.FloatRepr(x))
 	case json.Number:
 		if strings.ContainsAny(string(x), ".eE") {
 			f, _ := x.Float64()
-			b.WriteString(FloatRepr(f))
+			b.WriteString(pystr.FloatRepr(f))
 		} else {
 			b.WriteString(string(x))
 		}
@@ -410,29 +412,6 @@ func sortStrings(s []string) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-}
-
-// FloatRepr is Python's repr(float).
-func FloatRepr(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "nan"
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
-	}
-	e := strconv.FormatFloat(x, 'e', -1, 64)
-	i := strings.LastIndexByte(e, 'e')
-	exp, _ := strconv.Atoi(e[i+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	f := strconv.FormatFloat(x, 'f', -1, 64)
-	if !strings.ContainsRune(f, '.') {
-		f += ".0"
-	}
-	return f
 }
 
 // Quote is Python's repr of a str: single quotes unless the text holds a
