@@ -456,11 +456,19 @@ func (v *validator) startupAsserts() {
 			l := strings.ToLower(mp)
 			// ragen: the tiny demo model uses Qwen2.5's chat format, and a local
 			// folder's family is read from its tokenizer when masks are built.
-			if st, err := os.Stat(mp); (err == nil && st.IsDir()) || mp == "tiny" {
+			st, err := os.Stat(mp)
+			local := err == nil && st.IsDir()
+			if local || mp == "tiny" {
 				l = "qwen"
 			}
 			if !strings.Contains(l, "qwen") && !strings.Contains(l, "llama-3") {
-				v.errf("enable_response_mask", "needs a Qwen or Llama-3 model (model_path=%q); set enable_response_mask=False for other models", mp)
+				// ragen: say too that the folder is missing, so a mistyped
+				// path is not read as a model family problem alone.
+				where := ""
+				if !local {
+					where = ", which is not a folder here either"
+				}
+				v.errf("enable_response_mask", "needs a Qwen or Llama-3 model (model_path=%q%s); set enable_response_mask=False for other models", mp, where)
 			}
 		}
 	}

@@ -37,7 +37,7 @@ func TestValidateMessages(t *testing.T) {
 			[]string{"set ppo_micro_batch_size_per_gpu"}},
 		// assertion 2
 		{"response mask model", "base", []string{"model_path=mistralai/Mistral-7B"},
-			[]string{"enable_response_mask: needs a Qwen or Llama-3 model", "Mistral-7B"}},
+			[]string{"enable_response_mask: needs a Qwen or Llama-3 model", "Mistral-7B", "not a folder here either"}},
 		// assertion 3
 		{"cuda devices", "base", []string{"trainer.n_gpus_per_node=2"},
 			[]string{`system.CUDA_VISIBLE_DEVICES: lists 1 device(s) ("0") but trainer.n_gpus_per_node=2`}},
