@@ -117,7 +117,7 @@ func (p *policy) Generate(ctx context.Context, reqs []ragen.GenRequest) ([]ragen
 			for _, i := range part {
 				o.NoPrefixCaching = o.NoPrefixCaching || reqs[i].PrefixKey == ""
 			}
-			stats := p.cache // without keys: a call's own counters
+			var stats *llm.PrefixCache // without keys: a call's own counters
 			if !o.NoPrefixCaching {
 				if p.cache == nil {
 					p.cache = llm.NewPrefixCache(p.opt.PrefixCacheTokens)

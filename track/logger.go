@@ -103,13 +103,6 @@ type Options struct {
 	Host string           // host name in event file names; os.Hostname by default
 }
 
-func (o *Options) now() time.Time {
-	if o.Now != nil {
-		return o.Now()
-	}
-	return time.Now()
-}
-
 func (o *Options) dir() string {
 	if o.Dir == "" {
 		return "."

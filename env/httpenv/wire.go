@@ -317,13 +317,3 @@ func infoFromWire(m map[string]any) (env.Info, error) {
 	}
 	return info, nil
 }
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
-	}
-	return fmt.Sprintf("%T", v)
-}

@@ -20,11 +20,10 @@ import (
 )
 
 type row struct {
-	name                 string
-	cfg                  llm.Config
-	decB, decP, decN     int
-	trB, trT             int
-	skipDecode, skipPeer bool
+	name             string
+	cfg              llm.Config
+	decB, decP, decN int
+	trB, trT         int
 }
 
 func rows(quick bool, only string) []row {
