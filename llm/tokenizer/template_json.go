@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ragen/internal/pystr"
 	"ragen/llm/tokenizer/internal/jinja"
 )
 
@@ -236,12 +237,5 @@ func pyFloatRepr(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e16 {
-		return strconv.FormatFloat(f, 'f', 1, 64)
-	}
-	if a := math.Abs(f); a >= 1e16 || a < 1e-4 {
-		// Go writes 1e-05 and 1e+20 as Python does (two exponent digits).
-		return strconv.FormatFloat(f, 'e', -1, 64)
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	return pystr.FloatRepr(f)
 }

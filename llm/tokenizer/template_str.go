@@ -2,11 +2,11 @@ package tokenizer
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"ragen/internal/pystr"
 	"ragen/llm/tokenizer/internal/jinja"
 )
 
@@ -95,7 +95,7 @@ func pyRepr(sb *strings.Builder, v jinja.Value, depth int) {
 	case v.IsInt():
 		sb.WriteString(strconv.FormatInt(v.AsInt(), 10))
 	case v.IsFloat():
-		sb.WriteString(pyFloatStr(v.AsFloat()))
+		sb.WriteString(pystr.FloatRepr(v.AsFloat())) // str(float) is repr(float)
 	case v.IsString():
 		pyStrRepr(sb, v.AsString())
 	case v.IsList():
@@ -122,19 +122,6 @@ func pyRepr(sb *strings.Builder, v jinja.Value, depth int) {
 		sb.WriteByte('}')
 	default: // a callable: the engine prints nothing
 	}
-}
-
-// pyFloatStr is Python's str() of a float.
-func pyFloatStr(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return pyFloatRepr(f)
 }
 
 // pyStrRepr writes Python's repr() of a string: single quotes unless the

@@ -59,3 +59,20 @@ func TestRewriteTags(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateToJSONFloats checks floats under tojson with arguments
+// (template_json.go) against Python's json.dumps(v, indent=1).
+func TestTemplateToJSONFloats(t *testing.T) {
+	tm, err := ParseTemplate("{{ v | tojson(indent=1) }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := []any{0.5, 3.0, 1e-05, 1e16, math.Copysign(0, -1), 12345.678, 0.0001, 123456789012345.6}
+	got, err := tm.Render(map[string]any{"v": v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[\n 0.5,\n 3.0,\n 1e-05,\n 1e+16,\n -0.0,\n 12345.678,\n 0.0001,\n 123456789012345.6\n]"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
