@@ -3,10 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
-	"ragen/config/rule"
 	"strconv"
 	"strings"
+
+	"ragen/config/rule"
+	"ragen/internal/pystr"
 )
 
 // ErrInterpolation marks interpolation failures (missing target, cycle, bad syntax,
@@ -359,7 +360,7 @@ func pyStr(v any) string {
 	case int:
 		return strconv.Itoa(x)
 	case float64:
-		return pyFloat(x)
+		return pystr.FloatRepr(x)
 	case string:
 		return x
 	case []any:
@@ -386,43 +387,4 @@ func pyRepr(v any) string {
 		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
 	}
 	return pyStr(v)
-}
-
-// pyFloat formats like Python's repr(float): shortest round-trip digits, scientific when
-// the exponent is < -4 or >= 16, always with a '.' or exponent.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	if f == 0 {
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	exp := int(math.Floor(math.Log10(math.Abs(f))))
-	// Log10 can be off by one near powers of ten; use the 'e' form to get it exactly.
-	es := strconv.FormatFloat(f, 'e', -1, 64)
-	if i := strings.IndexByte(es, 'e'); i >= 0 {
-		exp, _ = strconv.Atoi(es[i+1:])
-	}
-	if exp < -4 || exp >= 16 {
-		mant, e, _ := strings.Cut(es, "e")
-		sign := e[0]
-		digits := strings.TrimLeft(e[1:], "0")
-		if len(digits) < 2 {
-			digits = strings.Repeat("0", 2-len(digits)) + digits
-		}
-		return mant + "e" + string(sign) + digits
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }
