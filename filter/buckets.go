@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"ragen/internal/pystr"
 )
 
 // BucketAll is the name of the bucket holding every row.
@@ -204,13 +206,8 @@ func WriteBucketTable(w io.Writer, buckets []Bucket, totalSamples int) error {
 // pyFixed formats x like Python's f"{x:.<prec>f}": non-finite values are
 // written nan, inf and -inf (Go's %f writes NaN, +Inf, -Inf).
 func pyFixed(x float64, prec int) string {
-	switch {
-	case math.IsNaN(x):
-		return "nan"
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return pystr.FloatRepr(x)
 	}
 	return strconv.FormatFloat(x, 'f', prec, 64)
 }
