@@ -97,7 +97,7 @@ func pyRepr(sb *strings.Builder, v jinja.Value, depth int) {
 	case v.IsFloat():
 		sb.WriteString(pystr.FloatRepr(v.AsFloat())) // str(float) is repr(float)
 	case v.IsString():
-		pyStrRepr(sb, v.AsString())
+		sb.WriteString(pystr.Quote(v.AsString()))
 	case v.IsList():
 		sb.WriteByte('[')
 		for i, it := range v.AsList().Items {
@@ -114,7 +114,7 @@ func pyRepr(sb *strings.Builder, v jinja.Value, depth int) {
 			if i > 0 {
 				sb.WriteString(", ")
 			}
-			pyStrRepr(sb, k)
+			sb.WriteString(pystr.Quote(k))
 			sb.WriteString(": ")
 			val, _ := d.Get(k)
 			pyRepr(sb, val, depth+1)
@@ -122,41 +122,6 @@ func pyRepr(sb *strings.Builder, v jinja.Value, depth int) {
 		sb.WriteByte('}')
 	default: // a callable: the engine prints nothing
 	}
-}
-
-// pyStrRepr writes Python's repr() of a string: single quotes unless the
-// string holds a single quote and no double quote, backslash escapes for
-// the quote, backslash, \t, \n, \r and characters that are not printable.
-func pyStrRepr(sb *strings.Builder, s string) {
-	quote := '\''
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		quote = '"'
-	}
-	sb.WriteRune(quote)
-	for _, r := range s {
-		switch {
-		case r == quote || r == '\\':
-			sb.WriteByte('\\')
-			sb.WriteRune(r)
-		case r == '\t':
-			sb.WriteString(`\t`)
-		case r == '\n':
-			sb.WriteString(`\n`)
-		case r == '\r':
-			sb.WriteString(`\r`)
-		case r < ' ' || r == 0x7f:
-			fmt.Fprintf(sb, `\x%02x`, r)
-		case r < 0x7f || unicode.IsPrint(r):
-			sb.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(sb, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(sb, `\u%04x`, r)
-		default:
-			fmt.Fprintf(sb, `\U%08x`, r)
-		}
-	}
-	sb.WriteRune(quote)
 }
 
 // rewriteTags rewrites the tags of a template for the engine: in {{ }} and

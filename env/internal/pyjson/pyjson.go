@@ -15,7 +15,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf16"
 
 	"ragen/internal/pystr"
@@ -372,7 +371,7 @@ func repr(b *strings.Builder, v any) {
 			b.WriteString(string(x))
 		}
 	case string:
-		b.WriteString(Quote(x))
+		b.WriteString(pystr.Quote(x))
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {
@@ -388,7 +387,7 @@ func repr(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(Quote(k))
+			b.WriteString(pystr.Quote(k))
 			b.WriteString(": ")
 			repr(b, x.Vals[k])
 		}
@@ -412,42 +411,6 @@ func sortStrings(s []string) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-}
-
-// Quote is Python's repr of a str: single quotes unless the text holds a
-// single quote and no double quote; non-printable characters escaped.
-func Quote(s string) string {
-	q := '\''
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteRune(q)
-	for _, r := range s {
-		switch {
-		case r == '\\' || r == q:
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r < 0x7f || unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	b.WriteRune(q)
-	return b.String()
 }
 
 // Float is Python's float(v) for a decoded value: ok=false where Python
