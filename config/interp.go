@@ -381,10 +381,7 @@ func pyStr(v any) string {
 
 func pyRepr(v any) string {
 	if s, ok := v.(string); ok {
-		if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-			return `"` + s + `"`
-		}
-		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+		return pystr.Quote(s)
 	}
 	return pyStr(v)
 }

@@ -501,6 +501,8 @@ sec:
   b: true
   btext: "flag ${.b} ${.none}"
   none: null
+  lst: ['it''s a\b', "tab\t"]
+  ltext: "l=${.lst}"
   env: ${oc.env:RAGEN_TEST_VAR,fallback}
   envnum: ${oc.env:RAGEN_TEST_UNSET,10}
   envnull: ${oc.env:RAGEN_TEST_UNSET,null}
@@ -533,7 +535,7 @@ sub:
 	tr := mustLoad(t, "i", nil, opt...)
 	want := map[string]any{
 		"sec.a": 4, "sec.rel": 4, "sec.up": "run", "sec.text": "ckpt/run/4",
-		"sec.ftext": "lr=1e-06", "sec.btext": "flag True None",
+		"sec.ftext": "lr=1e-06", "sec.btext": "flag True None", "sec.ltext": `l=["it's a\\b", 'tab\t']`,
 		"sec.env": "from-env", "sec.envnum": "10", "sec.envnull": nil, "sec.set": "from-env",
 		"sec.sel": 7, "sec.nested": "run", "sec.esc": "${micro}", "sec.chain": 4,
 		"sec.copy.x": 4, "sub.l": []any{4, 2},
