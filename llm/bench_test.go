@@ -129,7 +129,7 @@ func BenchmarkSmallOp(b *testing.B) {
 }
 
 // BenchmarkDeferredOp: an add of two 40,000-element tensors, big enough to
-// open an OpenMP region; with RAGEN_TORCH_THREAD=all and the torch thread on
+// open an OpenMP region; with the torch thread on (and RAGEN_TORCH_THREAD not heavy)
 // it is handed to it (the handoff cost), by caller kind.
 func BenchmarkDeferredOp(b *testing.B) {
 	s := torch.NewScope()

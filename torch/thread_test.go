@@ -1,6 +1,7 @@
 package torch_test
 
 import (
+	"os"
 	"sync"
 	"testing"
 
@@ -144,5 +145,27 @@ func TestTorchThreadDeferredOps(t *testing.T) {
 		}
 		s.Close()
 		torch.SetTorchThread(prev)
+	}
+}
+
+// By default a big op from an ordinary goroutine runs on the torch thread,
+// so no second OpenMP team forms (RAGEN_TORCH_THREAD=heavy turns it off).
+func TestBigOpsOnTorchThreadByDefault(t *testing.T) {
+	if v, ok := os.LookupEnv("RAGEN_TORCH_THREAD"); ok {
+		t.Skipf("RAGEN_TORCH_THREAD=%q is set", v)
+	}
+	if !torch.SetTorchThread(true) {
+		t.Fatal("the torch thread is off by default")
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	before := csrc.Handoffs()
+	x := s.Full([]int64{300, 300}, 0.5, torch.Float32, torch.CPU) // 90,000 elements
+	_ = s.Exp(x)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := csrc.Handoffs() - before; n != 2 {
+		t.Fatalf("full and exp of 90,000 elements: %d handoffs to the torch thread, want 2", n)
 	}
 }

@@ -29,17 +29,23 @@ import (
 // costs two goroutine switches (about 5-30 µs on an idle machine), paid only
 // by those calls; other ops run on the caller's thread as before.
 //
-// With RAGEN_TORCH_THREAD=all (or SetDeferBigOps(true)) the torch thread
-// also runs every element-wise, reduction, softmax, embedding, cat, to,
-// copy and creation (from_data, full, randn, rand) op on at least 32,768
-// elements (ATen's grain size, above which an op opens an OpenMP region):
-// the shim returns the tt_deferred sentinel for those instead of running
-// them off the torch thread, and the wrapper re-issues them through Heavy.
-// That puts every OpenMP region of a run on one thread (one libgomp team),
-// but costs a handoff per such op. Measured on the noisy 2-core test
-// machine: bf16 decode about 8% faster, the training step no faster (an
-// earlier build, before creation ops were deferred, measured the Go
-// training forward 10-15% slower), so it is off by default.
+// By default (SetDeferBigOps(true); RAGEN_TORCH_THREAD unset or "all") the
+// torch thread also runs every element-wise, reduction, softmax, embedding,
+// cat, to, copy and creation (from_data, full, randn, rand) op on at least
+// 32,768 elements (ATen's grain size, above which an op opens an OpenMP
+// region): the shim returns the tt_deferred sentinel for those instead of
+// running them off the torch thread, and the wrapper re-issues them through
+// Heavy. That puts every OpenMP region of a run on one thread (one libgomp
+// team), at a handoff per such op. It matters because libgomp threads
+// outlive their regions: once a second OS thread has opened a region, the
+// process manages more OpenMP threads than there are CPUs, and libgomp then
+// barely spins before sleeping, so every region of a decode step wakes its
+// worker through a futex. Measured on the noisy 2-core test machine: bf16
+// decode at 24 layers 8-15% faster (three alternating pairs of processes,
+// 34.2-40.1 against 39.0-43.2 ms a step), the training step and a 2-layer
+// StarPO step no slower (107.6 and 117.1 s against 108.4 and 117.8 s).
+// RAGEN_TORCH_THREAD=heavy (SetDeferBigOps(false)) hands over only Heavy's
+// callers.
 //
 // The caller's grad mode (thread-local in libtorch) is applied on the torch
 // thread for the call and restored after, so NoGrad and autograd recording
@@ -80,7 +86,7 @@ var (
 
 func init() {
 	mode := os.Getenv("RAGEN_TORCH_THREAD")
-	deferBig.Store(mode == "all")
+	deferBig.Store(mode != "heavy")
 	SetTorchThread(mode != "0")
 }
 
