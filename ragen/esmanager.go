@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -663,7 +664,9 @@ func pyFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// truthy is Python's bool() for info values.
+// truthy is Python's bool() for info values: empty strings, lists and
+// maps are false; a one-element numeric slice (a numpy array of size 1, as
+// pyFloat reads it) is its element's truth; other lists and maps are true.
 func truthy(v any) bool {
 	if v == nil {
 		return false
@@ -673,6 +676,13 @@ func truthy(v any) bool {
 	}
 	if s, ok := v.(string); ok {
 		return s != ""
+	}
+	if f, ok := pyFloat(v); ok {
+		return f != 0
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return rv.Len() > 0
 	}
 	return true
 }

@@ -117,6 +117,26 @@ func TestEnvMetricsNonNumericInfo(t *testing.T) {
 	assert.Equal(t, 1.0, o.Metrics["SearchQA/success"])
 }
 
+// TestEnvMetricsSuccessTruthiness: truncated = not info.success uses
+// Python's bool(): an empty list or dict, or a size-1 numpy array holding 0
+// ([]float64{0}), is false, so the episode is not a success; a non-empty
+// list (JSON [0.0] is a Python list) is true. A query of Arabic-Indic
+// digits is a number to float(), as in Python.
+func TestEnvMetricsSuccessTruthiness(t *testing.T) {
+	for _, c := range []struct {
+		success any
+		want    float64
+	}{
+		{[]any{}, 0}, {map[string]any{}, 0}, {[]float64{0}, 0}, {[]float64{2}, 1},
+		{[]any{0.0}, 1}, {map[string]any{"a": 1}, 1}, {"", 0}, {"no", 1}, {nil, 0},
+	} {
+		e := &scriptEnv{steps: []env.StepResult{{Done: true, Info: env.Info{"success": c.success, "query": "\u0661\u0669\u0669\u0660"}}}}
+		o := runScript(t, "SearchQA", e)
+		assert.Equal(t, c.want, o.Metrics["SearchQA/success"], "success %#v", c.success)
+		assert.Equal(t, 1990.0, o.Metrics["SearchQA/query"])
+	}
+}
+
 // TestEnvMetricsMaxTileAndAnswer: the grid max is a built-in metric, and an
 // info key of the same name, written after the built-ins, replaces it with
 // its per-turn mean (2048: terminal info.max_tile 16 over 2 turns → 8,

@@ -6,13 +6,20 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // ParseFloat is Python's float(str): decimal digits with an optional
 // fraction and exponent, '_' only between two digits, no hex; out-of-range
-// values become ±inf or 0 as in Python.
+// values become ±inf or 0 as in Python. As in Python, any Unicode decimal
+// digit (category Nd: "١٩٩٠", "１９９０") reads as its ASCII digit and any
+// Unicode space as a space; other non-ASCII characters are refused.
 func ParseFloat(s string) (float64, bool) {
-	s = strings.TrimFunc(s, unicode.IsSpace)
+	s, ok := asciiDecimal(s)
+	if !ok {
+		return 0, false
+	}
+	s = strings.TrimSpace(s)
 	body := strings.TrimLeft(s, "+-")
 	if len(s)-len(body) > 1 || body == "" {
 		return 0, false
@@ -44,6 +51,56 @@ func ParseFloat(s string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// asciiDecimal is CPython's _PyUnicode_TransformDecimalAndSpaceToASCII:
+// Unicode spaces become ' ', decimal digits their ASCII digit; ok=false
+// if anything else non-ASCII is left.
+func asciiDecimal(s string) (string, bool) {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s, true
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			b.WriteRune(r)
+		case unicode.IsSpace(r):
+			b.WriteByte(' ')
+		default:
+			d, ok := decimalValue(r)
+			if !ok {
+				return "", false
+			}
+			b.WriteByte('0' + d)
+		}
+	}
+	return b.String(), true
+}
+
+// decimalValue is the value of a Unicode decimal digit (category Nd). Nd
+// characters come in runs of ten, zero to nine (a Unicode stability
+// policy), and unicode.Nd's ranges start at a zero, so the value is the
+// offset into the range mod 10.
+func decimalValue(r rune) (byte, bool) {
+	for _, rg := range unicode.Nd.R16 {
+		if r >= rune(rg.Lo) && r <= rune(rg.Hi) {
+			return byte((r - rune(rg.Lo)) % 10), rg.Stride == 1
+		}
+	}
+	for _, rg := range unicode.Nd.R32 {
+		if r >= rune(rg.Lo) && r <= rune(rg.Hi) {
+			return byte((r - rune(rg.Lo)) % 10), rg.Stride == 1
+		}
+	}
+	return 0, false
 }
 
 // FloatRepr is Python's repr(float).
