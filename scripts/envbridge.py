@@ -186,6 +186,38 @@ class WebShop:
 # ALFWorld (envs.md section 13)
 
 ALFWORLD_KEYS = {"config_file", "score", "render_mode", "eval_dataset"}
+ALFWORLD_DEFAULT_CONFIG_FILE = "./ragen/env/alfworld/alfworld_config.yaml"
+# A reset retries a game that fails to load with another (upstream: without
+# end); this many failures in a row end it with an error.
+ALFWORLD_LOAD_TRIES = 20
+# The settings of upstream's alfworld_config.yaml that ALFWorld's text
+# environment and this bridge read: the data under $ALFWORLD_DATA, the six
+# task types, and a 50-step episode.
+ALFWORLD_DEFAULT_CONFIG = {
+    "dataset": {
+        "data_path": "$ALFWORLD_DATA/json_2.1.1/train",
+        "eval_id_data_path": "$ALFWORLD_DATA/json_2.1.1/valid_seen",
+        "eval_ood_data_path": "$ALFWORLD_DATA/json_2.1.1/valid_unseen",
+        "num_train_games": -1,
+        "num_eval_games": -1,
+    },
+    "logic": {
+        "domain": "$ALFWORLD_DATA/logic/alfred.pddl",
+        "grammar": "$ALFWORLD_DATA/logic/alfred.twl2",
+    },
+    "env": {
+        "type": "AlfredTWEnv",
+        "regen_game_files": False,
+        "domain_randomization": False,
+        "task_types": [1, 2, 3, 4, 5, 6],
+        "expert_timeout_steps": 150,
+        "expert_type": "handcoded",
+        "goal_desc_human_anns_prob": 0.0,
+    },
+    "general": {"random_seed": 42, "use_cuda": False, "task": "alfred", "training_method": "dagger"},
+    "rl": {"training": {"max_nb_steps_per_episode": 50}},
+    "dagger": {"training": {"max_nb_steps_per_episode": 50}},
+}
 
 
 class Alfworld:
@@ -196,7 +228,7 @@ class Alfworld:
             raise EnvError("alfworld: unknown env_config keys %s (valid: %s)" % (sorted(unknown), ", ".join(sorted(ALFWORLD_KEYS))))
         self.score = float(cfg.get("score", 10.0))
         self.eval_dataset = cfg.get("eval_dataset", "eval_in_distribution")
-        path = cfg.get("config_file", "./ragen/env/alfworld/alfworld_config.yaml")
+        path = cfg.get("config_file", ALFWORLD_DEFAULT_CONFIG_FILE)
         if not os.environ.get("ALFWORLD_DATA"):
             raise EnvError("alfworld: ALFWORLD_DATA is not set (run alfworld-download and export ALFWORLD_DATA)")
         try:
@@ -206,10 +238,19 @@ class Alfworld:
             from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos, AlfredTWEnv
         except ImportError as e:
             raise EnvError("alfworld needs the alfworld and textworld Python packages (pip install alfworld textworld) and PyYAML: %s" % e)
-        if not os.path.isfile(path):
+        if os.path.isfile(path):
+            with open(path) as f:
+                self.tw_config = yaml.safe_load(f)
+        elif path == ALFWORLD_DEFAULT_CONFIG_FILE:
+            # upstream ships this file; without a copy in the bridge's
+            # working directory, the same settings built in
+            self.tw_config = json.loads(json.dumps(ALFWORLD_DEFAULT_CONFIG))
+        else:
             raise EnvError("alfworld: config_file %s not found (upstream's is ragen/env/alfworld/alfworld_config.yaml)" % path)
-        with open(path) as f:
-            self.tw_config = yaml.safe_load(f)
+        try:
+            self.max_steps = int(self.tw_config["rl"]["training"]["max_nb_steps_per_episode"])
+        except (KeyError, TypeError, ValueError):
+            raise EnvError("alfworld: config_file %s needs an integer rl.training.max_nb_steps_per_episode (the episode's step limit; upstream's file has 50)" % path)
         self.textworld = textworld
         self.AlfredTWEnv, self.wrappers = AlfredTWEnv, [AlfredDemangler(), AlfredInfos]
         self.files = {}
@@ -243,35 +284,45 @@ class Alfworld:
         # split changes (QUIRK: val -> test keeps mode val).
         if mode is not None and mode != self.mode and self.split_of(mode) != self.split_of(self.mode):
             self.mode = mode
-        files = self.game_files(self.split_of(self.mode))
-        if self.mode == "test":
-            if seed is None:
-                raise EnvError("Seed must be provided in test mode.")
-            gamefile = files[seed % len(files)]
-        elif seed is not None:
-            random.seed(seed)
+        failures = []
+        while True:
+            files = self.game_files(self.split_of(self.mode))
+            if self.mode == "test":
+                if seed is None:
+                    raise EnvError("Seed must be provided in test mode.")
+                gamefile = files[seed % len(files)]
+            elif seed is not None:
+                if not 0 <= seed < 1 << 32:
+                    # NumPy's own error, which upstream's reset raises
+                    raise EnvError("alfworld: seed %d: Seed must be between 0 and 2**32 - 1" % seed)
+                random.seed(seed)
+                try:
+                    import numpy
+                    numpy.random.seed(seed)
+                except ImportError:
+                    pass
+                gamefile = files[seed % len(files)]
+            else:
+                gamefile = random.choice(files)
             try:
-                import numpy
-                numpy.random.seed(seed % (1 << 32))
-            except ImportError:
-                pass
-            gamefile = files[seed % len(files)]
-        else:
-            gamefile = random.choice(files)
-        try:
-            obs, infos = self.load(gamefile)
-        except (RuntimeError, RuntimeWarning):
-            # Upstream retries with abs(hash(str(seed))) % 2**32, a per-process
-            # random hash; a stable substitute keeps resets reproducible.
-            import zlib
-            retry = zlib.crc32(str(seed).encode())
-            obs, infos = self.load(files[retry % len(files)])
+                obs, infos = self.load(gamefile)
+                break
+            except (RuntimeError, RuntimeWarning) as e:
+                # Upstream resets again with abs(hash(str(seed))) % 2**32 (a
+                # per-process random hash; a stable substitute keeps resets
+                # reproducible), or without a seed, until a game loads.
+                failures.append("%s: %s" % (gamefile, e))
+                if len(failures) >= ALFWORLD_LOAD_TRIES:
+                    raise EnvError("alfworld: %d games in a row failed to load: %s" % (len(failures), "; ".join(failures)))
+                if seed is not None:
+                    import zlib
+                    seed = zlib.crc32(str(seed).encode())
         self.show(obs, infos)
         return self.render_text
 
     def load(self, gamefile):
         infos = self.textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
-        env_id = self.textworld.gym.register_game(gamefile, infos, max_episode_steps=50, wrappers=self.wrappers)
+        env_id = self.textworld.gym.register_game(gamefile, infos, max_episode_steps=self.max_steps, wrappers=self.wrappers)
         self.close()
         self.game = self.textworld.gym.make(env_id)
         return self.game.reset()

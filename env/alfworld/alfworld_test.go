@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -128,6 +129,95 @@ func TestModeQuirk(t *testing.T) {
 			t.Errorf("%s then %s: %d %s", c.first, c.second, st, b)
 		}
 	}
+}
+
+// service-envs.md §5: the episode's step limit is the config file's
+// rl.training.max_nb_steps_per_episode; a game that fails to load is
+// retried with the next seed (abs(hash(str(seed))) upstream, CRC-32 of
+// str(seed) here) until one loads; seeds outside NumPy's range are
+// errors, as np.random.seed raises upstream.
+func TestStepLimitRetryAndSeedRange(t *testing.T) {
+	url := bridgetest.Start(t, true)
+	dir := t.TempDir()
+	newEnv := func(t *testing.T, cfg string) env.BaseEnv {
+		t.Helper()
+		path := filepath.Join(dir, filepath.Base(t.Name())+".yaml")
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e, err := env.New("alfworld", map[string]any{"bridge_url": url, "config_file": path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	ctx := context.Background()
+	t.Run("limit", func(t *testing.T) {
+		e := newEnv(t, `{"env": {"type": "AlfredTWEnv"}, "rl": {"training": {"max_nb_steps_per_episode": 3}}}`)
+		if _, err := e.Reset(ctx, 0, env.ModeTrain); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			r, err := e.Step(ctx, env.Action{Text: "look"})
+			if err != nil || r.Done != (i == 3) || r.Info["success"] != false {
+				t.Fatalf("step %d: %+v %v", i, r, err)
+			}
+		}
+	})
+	t.Run("retry", func(t *testing.T) {
+		// Games [game2, game0, game1], game0 broken: seed 4 → game0; retry
+		// crc32("4") = 4088798008 → game0 again; crc32("4088798008") =
+		// 855211850 → game1.
+		e := newEnv(t, `{"env": {"type": "AlfredTWEnv"}, "fake": {"broken": [0]}, "rl": {"training": {"max_nb_steps_per_episode": 50}}}`)
+		obs, err := e.Reset(ctx, 4, env.ModeTrain)
+		if err != nil || !strings.Contains(obs, "/fake/train/game1/") {
+			t.Fatalf("%q %v", obs, err)
+		}
+	})
+	t.Run("all broken", func(t *testing.T) {
+		e := newEnv(t, `{"env": {"type": "AlfredTWEnv"}, "fake": {"broken": [0, 1, 2]}, "rl": {"training": {"max_nb_steps_per_episode": 50}}}`)
+		_, err := e.Reset(ctx, 4, env.ModeTrain)
+		if err == nil || !strings.Contains(err.Error(), "20 games in a row failed to load") || !strings.Contains(err.Error(), "cannot load /fake/train/game0-broken") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("seed range", func(t *testing.T) {
+		e := newEnv(t, `{"env": {"type": "AlfredTWEnv"}, "rl": {"training": {"max_nb_steps_per_episode": 50}}}`)
+		for _, seed := range []int64{-3, 1<<32 + 1} {
+			if _, err := e.Reset(ctx, seed, env.ModeTrain); err == nil || !strings.Contains(err.Error(), "Seed must be between 0 and 2**32 - 1") {
+				t.Errorf("seed %d: %v", seed, err)
+			}
+		}
+		if _, err := e.Reset(ctx, 1<<32-1, env.ModeTrain); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("no limit", func(t *testing.T) {
+		path := filepath.Join(dir, "nolimit.yaml")
+		os.WriteFile(path, []byte(`{"env": {"type": "AlfredTWEnv"}}`), 0o644)
+		_, err := env.New("alfworld", map[string]any{"bridge_url": url, "config_file": path})
+		if err == nil || !strings.Contains(err.Error(), "rl.training.max_nb_steps_per_episode") {
+			t.Errorf("%v", err)
+		}
+	})
+	t.Run("default config", func(t *testing.T) {
+		// upstream's ./ragen/env/alfworld/alfworld_config.yaml is not in the
+		// bridge's folder: its settings are built in (50 steps).
+		e, err := env.New("alfworld", map[string]any{"bridge_url": url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.Reset(ctx, 0, env.ModeTrain); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 50; i++ {
+			if r, err := e.Step(ctx, env.Action{Text: "look"}); err != nil || r.Done != (i == 50) {
+				t.Fatalf("step %d: %+v %v", i, r, err)
+			}
+		}
+	})
 }
 
 func TestConfigErrors(t *testing.T) {
