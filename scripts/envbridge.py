@@ -90,17 +90,26 @@ class WebShop:
             raise EnvError("webshop: server must be null")
         dataset = cfg.get("dataset", "small")
         if dataset not in ("small", "full"):
-            raise EnvError("webshop: dataset %r: want small or full" % dataset)
+            raise EnvError("webshop: dataset %r: dataset must be either 'small' or 'full'" % (dataset,))
         cls, mod = import_webshop()
-        file_path = cfg.get("file_path")
-        if file_path is None and mod is not None:
-            init = getattr(mod, "init_basedir", None) or getattr(getattr(mod, "utils", None), "init_basedir", None)
-            if init is not None:
-                init(dataset)  # webshop-minimal picks the small or full product files
-        kwargs = dict(observation_mode=cfg.get("observation_mode", "text"), file_path=file_path, server=None,
+        kwargs = dict(observation_mode=cfg.get("observation_mode", "text"), file_path=cfg.get("file_path"), server=None,
                       filter_goals=cfg.get("filter_goals"), limit_goals=cfg.get("limit_goals", -1),
                       num_products=cfg.get("num_products"), human_goals=cfg.get("human_goals", False),
                       show_attrs=cfg.get("show_attrs", False))
+        if mod is not None:
+            # webshop-minimal: as upstream, init_basedir picks the small or
+            # full product files, and file_path "" (upstream's default, the
+            # utils' DEFAULT_FILE_PATH before init_basedir runs) means those.
+            init = getattr(mod, "init_basedir", None) or getattr(getattr(mod, "utils", None), "init_basedir", None)
+            if init is not None:
+                init(dataset)
+            if kwargs["file_path"] is None:
+                kwargs["file_path"] = ""
+            # each env its own sessions in the process-wide simulator server,
+            # so envs on the same goal (a group) do not share one
+            kwargs["session_prefix"] = uuid.uuid4().hex
+        elif kwargs["file_path"] is None:
+            del kwargs["file_path"]  # the original WebShop's own default
         self.sim = cls(**kwargs)
         self.n_goals = len(self.sim.server.goals)
         self.perm = list(range(self.n_goals))

@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"ragen/env/internal/pyjson"
+	"ragen/internal/pystr"
 )
 
 // isPySpace is Python's str.isspace, which is also what re's \s matches
@@ -25,12 +26,13 @@ func pyFields(s string) []string { return strings.FieldsFunc(s, isPySpace) }
 const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" // Python's string.punctuation
 
 // Normalize is upstream's answer normalisation (SQuAD style,
-// service-envs.md §1): lowercase, delete the 32 ASCII punctuation
+// service-envs.md §1): lowercase (Python's str.lower: a final sigma, a
+// dotted capital I as i and U+0307), delete the 32 ASCII punctuation
 // characters, replace the whole words a, an and the (Unicode word
 // boundaries, as Python's re) by a space, split on whitespace and join
 // with one space.
 func Normalize(s string) string {
-	s = strings.ToLower(s)
+	s = pystr.Lower(s)
 	s = strings.Map(func(r rune) rune {
 		if r < 128 && strings.ContainsRune(asciiPunct, r) {
 			return -1

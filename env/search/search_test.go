@@ -19,6 +19,13 @@ func TestNormalizeAndF1(t *testing.T) {
 	if got := Normalize("  The Eiffel-Tower, an  A-frame!"); got != "eiffeltower aframe" {
 		t.Errorf("%q", got)
 	}
+	// Python's str.lower: "ΟΔΟΣ" → "οδος" (final sigma), "İ" → "i" + U+0307
+	if r, exact := Score("ΟΔΟΣ", []string{"οδος"}, 1, 0, 0.3); r != 1 || !exact {
+		t.Errorf("final sigma: %v %v", r, exact)
+	}
+	if r, _ := Score("İstanbul", []string{"istanbul"}, 1, 0, 0.3); r == 1 {
+		t.Errorf("dotted I matched: %v", r)
+	}
 	if f := F1("Sydney and Melbourne", "Melbourne"); f != 0.5 {
 		t.Errorf("f1 %v", f)
 	}

@@ -2,7 +2,8 @@ package webshop
 
 import (
 	"regexp"
-	"strings"
+
+	"ragen/internal/pystr"
 )
 
 // actionRe is upstream's re.match(r'(.+)\[(.+)\]', action): anchored at
@@ -10,8 +11,8 @@ import (
 var actionRe = regexp.MustCompile(`^(.+)\[(.+)\]`)
 
 // ParseAction is WebShop's parse_action (shared spec service-envs.md §4):
-// name and argument of "name[arg]", the argument lowercased but never
-// trimmed. Without a match (ok=false) the name is the whole action.
+// name and argument of "name[arg]", the argument lowercased (Python's
+// str.lower) but never trimmed. Without a match (ok=false) the name is the whole action.
 //
 //	search[ ]            → "search", " "
 //	search[]             → no match
@@ -23,7 +24,7 @@ func ParseAction(action string) (name, arg string, ok bool) {
 	if m == nil {
 		return action, "", false
 	}
-	return m[1], strings.ToLower(m[2]), true
+	return m[1], pystr.Lower(m[2]), true
 }
 
 // ActionIsValid is upstream's action_is_valid, judged on the page before

@@ -21,6 +21,8 @@ func TestParseActionSpec(t *testing.T) {
 		{"line1\nsearch[x]", "line1\nsearch[x]", "", false},
 		{"[x]", "[x]", "", false},
 		{"a[b]\r", "a", "b", true},
+		{"click[ΟΔΟΣ]", "click", "οδος", true}, // Python's str.lower: a final sigma
+		{"click[İ]", "click", "i\u0307", true},
 	} {
 		name, arg, ok := ParseAction(c.in)
 		if name != c.name || arg != c.arg || ok != c.ok {

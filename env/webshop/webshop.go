@@ -39,7 +39,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Dataset != "small" && c.Dataset != "full" {
-		errs = append(errs, fmt.Errorf("webshop: dataset %q: want small or full", c.Dataset))
+		errs = append(errs, fmt.Errorf("webshop: dataset %q: dataset must be either 'small' or 'full'", c.Dataset))
 	}
 	if c.ObservationMode != "text" {
 		errs = append(errs, fmt.Errorf("webshop: observation_mode %q: only \"text\"", c.ObservationMode))

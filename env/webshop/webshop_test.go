@@ -145,7 +145,7 @@ func TestFullDatasetAndErrors(t *testing.T) {
 		t.Errorf("%q", e.Render())
 	}
 	e.Close()
-	if _, err := env.New("webshop", map[string]any{"dataset": "medium"}); err == nil || !strings.Contains(err.Error(), "small or full") {
+	if _, err := env.New("webshop", map[string]any{"dataset": "medium"}); err == nil || !strings.Contains(err.Error(), "dataset must be either 'small' or 'full'") {
 		t.Errorf("%v", err)
 	}
 	if _, err := env.New("webshop", map[string]any{"server": "x"}); err == nil || !strings.Contains(err.Error(), "leave it null") {
@@ -175,6 +175,38 @@ func TestFullDatasetAndErrors(t *testing.T) {
 		t.Errorf("dead bridge: %v", err)
 	}
 	_ = webshop.DefaultBridgeURL
+}
+
+// service-envs.md §4: each env has its own session prefix, so the envs of
+// a group, which reset to the same goal, do not share the simulator's
+// per-session state (the fake keeps it in one process-wide table, as
+// webshop-minimal's SimServer does).
+func TestGroupEnvsDoNotShareASession(t *testing.T) {
+	url := bridgetest.Start(t, false)
+	ctx := context.Background()
+	var es [2]env.BaseEnv
+	for i := range es {
+		e, err := env.New("webshop", map[string]any{"bridge_url": url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.Reset(ctx, 7, env.ModeVal); err != nil {
+			t.Fatal(err)
+		}
+		es[i] = e
+	}
+	if r, err := es[0].Step(ctx, env.Action{Text: "search[red shoe]"}); err != nil || r.Info["action_is_valid"] != true {
+		t.Fatalf("search: %+v %v", r, err)
+	}
+	// the second env's reset must not send the first back to the search page
+	if _, err := es[1].Reset(ctx, 7, env.ModeVal); err != nil {
+		t.Fatal(err)
+	}
+	r, err := es[0].Step(ctx, env.Action{Text: "click[b0001]"})
+	if err != nil || r.Info["action_is_valid"] != true || !strings.Contains(r.Observation, "Buy Now") {
+		t.Fatalf("click in the first env after the second's reset: %+v %v", r, err)
+	}
 }
 
 func BenchmarkReset(b *testing.B) {

@@ -3,10 +3,15 @@ an item page; buying earns 1.0 on even goals and 0.5 on odd ones."""
 import re
 
 DATASET = None
+# The simulator's state per session id lives in one process-wide table, as
+# in webshop-minimal's SimServer (user_sessions).
+SESSIONS = {}
 
 
 def init_basedir(dataset):
     global DATASET
+    if dataset not in ("small", "full"):
+        raise ValueError("dataset must be either 'small' or 'full'")
     DATASET = dataset
 
 
@@ -17,9 +22,29 @@ class _Server:
 
 class WebAgentTextEnv:
     def __init__(self, observation_mode="text", file_path=None, server=None, filter_goals=None, limit_goals=-1,
-                 num_products=None, human_goals=False, show_attrs=False):
+                 num_products=None, human_goals=False, show_attrs=False, session_prefix=None):
+        # webshop-minimal takes "" for the product file init_basedir chose;
+        # None reaches open() and fails there
+        if not isinstance(file_path, str):
+            raise TypeError("expected str, bytes or os.PathLike object, not %s" % type(file_path).__name__)
         self.server = _Server(2000 if limit_goals in (None, -1) else limit_goals)
-        self.page, self.goal, self.observation = "search", 0, ""
+        self.session_prefix, self.session = session_prefix, None
+
+    @property
+    def page(self):
+        return SESSIONS[self.session]["page"]
+
+    @page.setter
+    def page(self, v):
+        SESSIONS[self.session]["page"] = v
+
+    @property
+    def goal(self):
+        return SESSIONS[self.session]["goal"]
+
+    @property
+    def observation(self):
+        return SESSIONS[self.session]["observation"] if self.session is not None else ""
 
     def _show(self):
         pages = {
@@ -29,10 +54,11 @@ class WebAgentTextEnv:
             "item": "[button] Back to Search [button_] [SEP] Red shoe [SEP] [button] Buy Now [button_]",
             "done": "Thank you for shopping with us!",
         }
-        self.observation = pages[self.page] % self.goal if "%d" in pages[self.page] else pages[self.page]
+        SESSIONS[self.session]["observation"] = pages[self.page] % self.goal if "%d" in pages[self.page] else pages[self.page]
 
     def reset(self, session=None, instruction_text=None):
-        self.goal, self.page = session, "search"
+        self.session = (self.session_prefix or "") + str(session)
+        SESSIONS[self.session] = {"goal": session, "page": "search"}
         self._show()
         return self.observation, None
 
