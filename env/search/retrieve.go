@@ -84,10 +84,20 @@ func pyFixed(x float64, prec int) string {
 // (scripts/retrieval/server.py): POST {url}/retrieve with
 // {"query": q, "top_k": k} → {"results": [{"id", "content", "score"}]};
 // GET {url}/health. Trailing slashes of URL are dropped.
+//
+// Timeout bounds the connection and each read and write on it, as the
+// timeout of Python's requests does (a reply that keeps arriving within
+// Timeout of its last bytes is waited for, up to 10 Timeouts in all). HTTP,
+// when set, replaces that client and its timeouts; Timeout then bounds the
+// whole request.
 type ServerClient struct {
 	URL     string
 	Timeout time.Duration // retrieval_timeout
 	HTTP    *http.Client
+
+	// TimeoutIsInt: retrieval_timeout was a Python int, so the timeout
+	// message prints it without ".0".
+	TimeoutIsInt bool
 }
 
 func (c *ServerClient) base() string { return strings.TrimRight(c.URL, "/") }
@@ -116,8 +126,53 @@ func (c *ServerClient) client() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return http.DefaultClient
+	return timeoutClient(c.Timeout)
 }
+
+// timeoutClient is an HTTP client whose connect, and every read and write
+// on the connection, each have d: the socket timeout of Python's
+// requests. One connection per request, as requests.post makes.
+func timeoutClient(d time.Duration) *http.Client {
+	dialer := &net.Dialer{Timeout: d}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:             http.ProxyFromEnvironment,
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &deadlineConn{Conn: conn, d: d}, nil
+		},
+	}}
+}
+
+// deadlineConn gives each Read and Write its own deadline d from its start.
+type deadlineConn struct {
+	net.Conn
+	d time.Duration
+}
+
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.d)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *deadlineConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.d)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
+// bodyError is a failure while reading a reply's body, which requests
+// raises as a ConnectionError (a read timeout there included): upstream's
+// "Could not connect" text.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "reading the reply: " + e.err.Error() }
 
 // ServerError is a reply of the retrieval server with status >= 400.
 type ServerError struct {
@@ -142,7 +197,11 @@ func (e *searchError) Error() string { return "Search error: " + e.msg }
 // post sends the retrieve request and returns the decoded reply.
 func (c *ServerClient) post(ctx context.Context, query string, k int) (any, error) {
 	body, _ := json.Marshal(map[string]any{"query": query, "top_k": min(k, 50)})
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	limit := c.Timeout
+	if c.HTTP == nil {
+		limit = 10 * c.Timeout // the per-read deadlines apply; this only ends a reply that never finishes
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base()+"/retrieve", bytes.NewReader(body))
 	if err != nil {
@@ -158,6 +217,10 @@ func (c *ServerClient) post(ctx context.Context, query string, k int) (any, erro
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &bodyError{err}
 		}
 		return nil, &searchError{err.Error()}
 	}
@@ -215,7 +278,7 @@ func (c *ServerClient) SearchText(ctx context.Context, query string, maxResults,
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return errorText(err, c.base(), c.Timeout.Seconds()), nil
+		return errorText(err, c.base(), c.timeoutText()), nil
 	}
 	entries, err := resultEntries(v, maxResults)
 	if err != nil {
@@ -319,19 +382,29 @@ func formatError(v any) string {
 // errorText turns a request failure into upstream's observation text:
 // timeouts (connect or read) first, then other transport failures as
 // "Could not connect", then server and parse errors.
-func errorText(err error, base string, timeout float64) string {
+func errorText(err error, base string, timeout string) string {
 	var se *ServerError
 	var pe *searchError
+	var be *bodyError
 	var ne net.Error
 	switch {
 	case errors.As(err, &se):
 		return se.Error()
 	case errors.As(err, &pe):
 		return pe.Error()
+	case errors.As(err, &be):
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		return fmt.Sprintf("Search request timed out after %s seconds.", env.PyFloatRepr(timeout))
+		return fmt.Sprintf("Search request timed out after %s seconds.", timeout)
 	}
 	return fmt.Sprintf("Could not connect to retrieval server at %s. Is it running?", base)
+}
+
+// timeoutText is py-str(retrieval_timeout).
+func (c *ServerClient) timeoutText() string {
+	if sec := c.Timeout.Seconds(); c.TimeoutIsInt && sec == math.Trunc(sec) {
+		return strconv.FormatInt(int64(sec), 10)
+	}
+	return env.PyFloatRepr(c.Timeout.Seconds())
 }
 
 // Mock is upstream's mock mode: two fixed documents mentioning the query.
@@ -347,9 +420,15 @@ func mockDocs(q string) []Doc {
 // Retrieve returns the two mock documents.
 func (Mock) Retrieve(_ context.Context, q string, _ int) ([]Doc, error) { return mockDocs(q), nil }
 
-// SearchText is upstream's mock text: both documents whatever the limits.
+// SearchText is upstream's mock text: both documents whatever the limits,
+// the query never cut.
 func (Mock) SearchText(_ context.Context, q string, _, _ int) (string, error) {
-	return FormatResults(mockDocs(q), 2, math.MaxInt), nil
+	docs := mockDocs(q)
+	parts := make([]string, len(docs))
+	for i, d := range docs {
+		parts[i] = fmt.Sprintf("[Document %d] (ID: %s, Score: %.3f)\n%s", i+1, d.ID, d.Score, d.Content)
+	}
+	return strings.Join(parts, "\n\n"), nil
 }
 
 // BM25 is an in-memory Okapi BM25 index over a JSONL corpus, with

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,6 +44,11 @@ type Config struct {
 	// CorpusPath is a JSONL corpus for the bm25 retriever; "" is the
 	// embedded corpus (data/README.md).
 	CorpusPath string `yaml:"corpus_path"`
+
+	// which of retrieval_timeout, correct_reward and incorrect_reward
+	// were Python ints in env_config (FromEnvConfig): upstream keeps them
+	// ints, so the timeout message and the rewards print without ".0"
+	timeoutInt, correctInt, incorrectInt bool
 }
 
 // DefaultTrainPath is upstream's default train_path; when no file is there
@@ -266,7 +270,20 @@ func init() {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
-	return env.FromConfig("search", DefaultConfig(), envConfig, New)
+	return env.FromConfig("search", DefaultConfig(), envConfig, func(c Config) (*Env, error) {
+		c.timeoutInt, c.correctInt, c.incorrectInt = isInt(envConfig["retrieval_timeout"]),
+			isInt(envConfig["correct_reward"]), isInt(envConfig["incorrect_reward"])
+		return New(c)
+	})
+}
+
+// isInt: v is an integer value (a YAML or override int), not a float.
+func isInt(v any) bool {
+	switch v.(type) {
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return true
+	}
+	return false
 }
 
 var (
@@ -309,7 +326,8 @@ func New(cfg Config) (*Env, error) {
 	case cfg.MockMode:
 		r = Mock{}
 	case cfg.Retriever == "server":
-		sc := &ServerClient{URL: cfg.RetrievalServerURL, Timeout: time.Duration(cfg.RetrievalTimeout * float64(time.Second)), HTTP: &http.Client{}}
+		sc := &ServerClient{URL: cfg.RetrievalServerURL, Timeout: time.Duration(cfg.RetrievalTimeout * float64(time.Second)),
+			TimeoutIsInt: cfg.timeoutInt}
 		e.HealthErr = sc.Health(context.Background())
 		r = sc
 	default:
@@ -403,14 +421,14 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	case "finish":
 		s := e.score(arg)
 		e.render = fmt.Sprintf("Your answer: %s. Reward: %s", arg, pyFixed(s.Reward, 2))
-		res.Reward, res.Done = s.Reward, true
+		res.Reward, res.RewardIsInt, res.Done = s.Reward, e.rewardIsInt(s), true
 		res.Info = env.Info{"action_is_effective": true, "action_is_valid": true, "success": s.ExactMatch || s.Reward > 0,
 			"action_type": "finish", "answer": arg, "reward_metadata": s.Metadata()}
 	case "fallback":
 		x := ExtractAnswer(act)
 		s := e.score(x)
 		e.render = fmt.Sprintf("Your answer (extracted): %s. Reward: %s", x, pyFixed(s.Reward, 2))
-		res.Reward, res.Done = s.Reward, true
+		res.Reward, res.RewardIsInt, res.Done = s.Reward, e.rewardIsInt(s), true
 		res.Info = env.Info{"action_is_effective": true, "action_is_valid": false, "success": s.ExactMatch || s.Reward > 0,
 			"action_type": "fallback", "raw_action": act, "extracted_answer": x, "reward_metadata": s.Metadata()}
 	default:
@@ -440,6 +458,15 @@ func (e *Env) searchText(ctx context.Context, q string) (string, error) {
 
 func (e *Env) score(ans string) Scoring {
 	return ScoreAnswer(ans, e.cur.GroundTruth, e.cfg.CorrectReward, e.cfg.IncorrectReward, e.cfg.F1Threshold)
+}
+
+// rewardIsInt: the scored reward is correct_reward (exact match) or
+// incorrect_reward given as a Python int; correct_reward * F1 is a float.
+func (e *Env) rewardIsInt(s Scoring) bool {
+	if s.ExactMatch {
+		return e.cfg.correctInt
+	}
+	return s.F1Score < e.cfg.F1Threshold && e.cfg.incorrectInt
 }
 
 // Render returns the current observation.

@@ -242,3 +242,89 @@ func TestServerTextSpec(t *testing.T) {
 }
 
 func jsonDecode(r *http.Request, v any) error { return json.NewDecoder(r.Body).Decode(v) }
+
+// service-envs.md §1 "Mock mode": the query is inserted verbatim, never
+// cut, however long.
+func TestMockTextNotCut(t *testing.T) {
+	q := strings.Repeat("é", 900)
+	got, _ := Mock{}.SearchText(context.Background(), q, 1, 10)
+	if got != mockText(q) {
+		t.Errorf("%d runes, want %d", len([]rune(got)), len([]rune(mockText(q))))
+	}
+}
+
+// retrieval_timeout is requests' timeout: it bounds the connect and each
+// read, not the whole reply (a reply trickling in within the timeout of
+// its last bytes is read); a stall after the headers is a read timeout in
+// the body, which requests raises as a ConnectionError ("Could not
+// connect"); a stall before them is "timed out".
+func TestServerTimeoutPerRead(t *testing.T) {
+	body := `{"results": [{"id": "t", "content": "slow", "score": 1}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var q struct{ Query string }
+		jsonDecode(r, &q)
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		if q.Query == "stall" {
+			time.Sleep(400 * time.Millisecond)
+			return
+		}
+		for i := 0; i < len(body); i += 10 {
+			time.Sleep(60 * time.Millisecond)
+			w.Write([]byte(body[i:min(i+10, len(body))]))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer srv.Close()
+	c := &ServerClient{URL: srv.URL, Timeout: 250 * time.Millisecond}
+	if got, _ := c.SearchText(context.Background(), "trickle", 5, 4000); got != "[Document 1] (ID: t, Score: 1.000)\nslow" {
+		t.Errorf("trickle (%d ms in all): %q", 6*60, got)
+	}
+	if got, _ := c.SearchText(context.Background(), "stall", 5, 4000); got != "Could not connect to retrieval server at "+srv.URL+". Is it running?" {
+		t.Errorf("stall: %q", got)
+	}
+}
+
+// A Python int in env_config stays an int upstream: retrieval_timeout 1
+// prints "1" in the timeout message; correct_reward 1 and
+// incorrect_reward 0 make the scored rewards ints (0/1 in the prompt),
+// while correct_reward * F1 stays a float.
+func TestIntConfigValues(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1200 * time.Millisecond)
+	}))
+	defer srv.Close()
+	e, err := FromEnvConfig(map[string]any{"retriever": "server", "retrieval_server_url": srv.URL, "retrieval_timeout": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Reset(context.Background(), 0, env.ModeTrain)
+	r, _ := e.Step(context.Background(), env.Action{Text: "search[x]"})
+	if !strings.Contains(r.Observation, "Search request timed out after 1 seconds.") {
+		t.Errorf("%q", r.Observation)
+	}
+	qs, _ := BuiltinQuestions()
+	truth := qs[0].GroundTruth[0]
+	for _, c := range []struct {
+		cfg   map[string]any
+		ans   string
+		isInt bool
+	}{
+		{map[string]any{"correct_reward": 1, "incorrect_reward": 0}, truth, true},
+		{map[string]any{"correct_reward": 1, "incorrect_reward": 0}, "zzz qqq", true},
+		{map[string]any{"correct_reward": 1, "incorrect_reward": 0, "f1_threshold": 0.0}, truth + " zzz", false},
+		{map[string]any{"correct_reward": 1.0, "incorrect_reward": 0}, truth, false},
+		{map[string]any{}, "zzz qqq", false},
+	} {
+		c.cfg["mock_mode"] = true
+		e, err := FromEnvConfig(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Reset(context.Background(), 0, env.ModeTrain)
+		r, _ := e.Step(context.Background(), env.Action{Text: "finish[" + c.ans + "]"})
+		if r.RewardIsInt != c.isInt {
+			t.Errorf("%v finish[%s]: reward %v int %v", c.cfg, c.ans, r.Reward, r.RewardIsInt)
+		}
+	}
+}
