@@ -199,6 +199,8 @@ ALFWORLD_DEFAULT_CONFIG_FILE = "./ragen/env/alfworld/alfworld_config.yaml"
 # A reset retries a game that fails to load with another (upstream: without
 # end); this many failures in a row end it with an error.
 ALFWORLD_LOAD_TRIES = 20
+# game lists by (config, $ALFWORLD_DATA, split), shared by the process's envs
+ALFWORLD_FILES, ALFWORLD_FILES_LOCK = {}, threading.Lock()
 # The settings of upstream's alfworld_config.yaml that ALFWorld's text
 # environment and this bridge read: the data under $ALFWORLD_DATA, the six
 # task types, and a 50-step episode.
@@ -270,11 +272,19 @@ class Alfworld:
         self.render_text = ""
 
     def load_files(self, split):
-        # ALFWorld's own collection order (os.walk, not sorted).
-        files = list(self.AlfredTWEnv(self.tw_config, train_eval=split).game_files)
-        if not files:
-            raise EnvError("alfworld: no game files for split %s under $ALFWORLD_DATA" % split)
-        return files
+        # ALFWorld's own collection order (os.walk, not sorted). Collecting
+        # walks and parses thousands of game folders, so the list is made
+        # once per process for each config and split (the same list upstream
+        # builds per env).
+        key = (json.dumps(self.tw_config, sort_keys=True, default=str), os.environ.get("ALFWORLD_DATA"), split)
+        with ALFWORLD_FILES_LOCK:
+            files = ALFWORLD_FILES.get(key)
+            if files is None:
+                files = list(self.AlfredTWEnv(self.tw_config, train_eval=split).game_files)
+                if not files:
+                    raise EnvError("alfworld: no game files for split %s under $ALFWORLD_DATA" % split)
+                ALFWORLD_FILES[key] = files
+        return list(files)
 
     def split_of(self, mode):
         return "train" if mode == "train" else self.eval_dataset

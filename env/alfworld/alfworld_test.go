@@ -201,6 +201,20 @@ func TestStepLimitRetryAndSeedRange(t *testing.T) {
 			t.Errorf("%v", err)
 		}
 	})
+	t.Run("game lists once per process", func(t *testing.T) {
+		count := filepath.Join(dir, "count")
+		cfg := `{"env": {"type": "AlfredTWEnv"}, "fake": {"count_file": "` + count + `"}, "rl": {"training": {"max_nb_steps_per_episode": 50}}}`
+		for i := 0; i < 3; i++ {
+			e := newEnv(t, cfg)
+			if _, err := e.Reset(ctx, int64(i), env.ModeVal); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, _ := os.ReadFile(count)
+		if string(b) != "train\neval_in_distribution\n" {
+			t.Errorf("collections: %q", b)
+		}
+	})
 	t.Run("default config", func(t *testing.T) {
 		// upstream's ./ragen/env/alfworld/alfworld_config.yaml is not in the
 		// bridge's folder: its settings are built in (50 steps).
