@@ -26,7 +26,9 @@ type TestCase struct {
 	TestType string `json:"testtype"` // "functional" makes a function call when the problem has a func_name; anything else is a stdin test
 	Metadata any    `json:"metadata,omitempty"`
 
-	noInput bool   // the test had no "input" key
+	noInput bool // the test had no "input" key
+	inRaw   any  // Input as decoded, objects in document order (set by the loaders)
+	hasRaw  bool
 	inStr   string // py-str of Input in document order (set by the loaders)
 	want    string // py-str of Output in document order (set by the loaders)
 	hasWant bool
@@ -42,9 +44,14 @@ type Problem struct {
 	// the first of "solutions"): the env's oracle. Upstream ignores it.
 	Solution string
 
-	// testsErr is upstream's QUIRK of ground truth or metadata JSON of the
-	// wrong kind: kept, and failing the step that needs it.
-	testsErr error
+	// falsyPrompt: the prompt value was falsy but not "" (0, false, [],
+	// null), which upstream's render tests as no prompt.
+	falsyPrompt bool
+
+	// testsErr and metaErr are upstream's QUIRK of ground truth or
+	// metadata JSON text of the wrong kind: kept, and failing the step
+	// that needs it (the metadata is read only when there are tests).
+	testsErr, metaErr error
 }
 
 // plainValue turns a pyjson value into the plain Go values the sandbox job
@@ -81,21 +88,37 @@ type row struct {
 
 // problemOf reads a row as upstream's reset does (service-envs.md §2
 // "Row reading"). Rows that carry the raw DeepCoder-Preview "tests"
-// column and no "ground_truth" first get upstream's default preprocessing.
+// column and no "ground_truth" first get upstream's default preprocessing
+// (envs.md §9): the tests are normalised and the prompt is the problem
+// followed by the starter code, as upstream's fallback for rllm's
+// LiveCodeBench prompt writes it.
 func problemOf(r row) Problem {
 	var p Problem
+	gt, hasGT := r.get("ground_truth")
+	tests, hasTests := r.get("tests")
 	found := false
 	for _, k := range []string{"question", "prompt", "problem"} {
 		if v, ok := r.get(k); ok {
 			if v != nil {
 				p.Question = PyStr(v)
 			}
+			p.falsyPrompt = !pyjson.Truthy(v)
 			found = true
 			break
 		}
 	}
 	if !found {
 		p.Question = r.repr()
+	}
+	if v, ok := r.get("problem"); ok && hasTests && !hasGT {
+		if s, _ := r.get("starter_code"); pyjson.Truthy(s) {
+			p.Question, p.falsyPrompt = PyStr(v)+"\n\nStarter code:\n"+PyStr(s), false
+		} else { // the problem itself
+			p.Question, p.falsyPrompt = "", !pyjson.Truthy(v)
+			if v != nil {
+				p.Question = PyStr(v)
+			}
+		}
 	}
 	if v, ok := r.get("starter_code"); ok && pyjson.Truthy(v) {
 		p.StarterCode = PyStr(v)
@@ -122,42 +145,43 @@ func problemOf(r row) Problem {
 				meta = o
 			default:
 				if err == nil && pyjson.Truthy(d) {
-					p.testsErr = fmt.Errorf("metadata is a JSON %s, not an object", pyjson.TypeName(d))
+					p.metaErr = fmt.Errorf("metadata is a JSON %s, not an object", pyjson.TypeName(d))
 				}
 			}
 		case *pyjson.Object:
 			meta = x
 		}
 	}
+	// Upstream tests the func_name's truthiness: 0 or false make stdin tests.
 	if meta != nil {
-		if fn, ok := meta.Get("func_name"); ok && fn != nil {
+		if fn, ok := meta.Get("func_name"); ok && pyjson.Truthy(fn) {
 			p.FuncName = PyStr(fn)
 		}
 	}
-	gt, hasGT := r.get("ground_truth")
-	tests, hasTests := r.get("tests")
+	// Tests: item.get("ground_truth", item.get("tests", "[]")), so a
+	// present ground_truth is used even when null or empty.
 	var raw any = "[]"
 	switch {
-	case hasGT && pyjson.Truthy(gt):
+	case hasGT:
 		raw = gt
-	case hasTests && pyjson.Truthy(tests):
-		raw = tests
-		if !hasGT {
-			raw = preprocess(tests)
-		}
+	case hasTests:
+		raw = preprocess(tests)
 	}
+	// JSON text is parsed (invalid: no tests); QUIRK: text that parses to
+	// a truthy non-list fails the step. Any other non-list is no tests.
 	if s, ok := raw.(string); ok {
 		d, err := pyjson.Decode(s)
 		if err != nil {
 			d = []any{}
 		}
+		if _, ok := d.([]any); !ok && pyjson.Truthy(d) {
+			p.testsErr = fmt.Errorf("ground truth is a JSON %s, not a list", pyjson.TypeName(d))
+			return p
+		}
 		raw = d
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		if pyjson.Truthy(raw) && p.testsErr == nil {
-			p.testsErr = fmt.Errorf("ground truth is a JSON %s, not a list", pyjson.TypeName(raw))
-		}
 		return p
 	}
 	for i, e := range list {
@@ -170,7 +194,7 @@ func problemOf(r row) Problem {
 		}
 		var t TestCase
 		if v, ok := o.Get("input"); ok {
-			t.Input, t.inStr = plainValue(v), PyStr(v)
+			t.Input, t.inRaw, t.hasRaw, t.inStr = plainValue(v), v, true, PyStr(v)
 		} else {
 			t.noInput = true
 		}
@@ -244,64 +268,76 @@ func ReadJSONL(r io.Reader) ([]Problem, error) {
 	return out, nil
 }
 
-// ReadParquet reads a parquet file whose string columns are read like
-// JSONL fields (question/prompt/problem, ground_truth or tests,
-// starter_code, metadata, solution).
+// ReadParquet reads a parquet file as upstream reads a row of a Hugging
+// Face dataset: every column in file order (strings, numbers, lists of
+// them), through the same row reading as JSONL. Columns the reader cannot
+// decode (structs) are left out of the row; such a question, prompt,
+// problem, ground_truth, tests, starter_code, metadata or solution column
+// is an error naming it.
 func ReadParquet(r io.Reader) ([]Problem, error) {
 	f, err := parquet.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("deepcoder: %w", err)
 	}
-	cols := map[string][]parquet.Cell{}
-	n := -1
-	var names []string
-	for _, name := range []string{"question", "prompt", "problem", "ground_truth", "tests", "starter_code", "metadata", "solution"} {
-		if !slices.Contains(f.Columns(), name) {
+	type column struct {
+		name  string
+		list  bool
+		cells []parquet.Cell
+	}
+	known := []string{"question", "prompt", "problem", "ground_truth", "tests", "starter_code", "metadata", "solution"}
+	var cols []column
+	n := int(f.NumRows())
+	for _, name := range f.Columns() {
+		list, err := f.IsList(name)
+		if err != nil {
+			if slices.Contains(known, name) {
+				return nil, fmt.Errorf("deepcoder: %w", err)
+			}
 			continue
 		}
 		c, err := f.ReadColumn(name, 0)
 		if err != nil {
 			return nil, fmt.Errorf("deepcoder: %w", err)
 		}
-		if n >= 0 && len(c) != n {
-			return nil, fmt.Errorf("deepcoder: parquet column %s has %d rows, others %d", name, len(c), n)
+		if len(c) != n {
+			return nil, fmt.Errorf("deepcoder: parquet column %s has %d rows, the file %d", name, len(c), n)
 		}
-		n = len(c)
-		cols[name] = c
-		names = append(names, name)
+		cols = append(cols, column{name, list, c})
 	}
 	out := make([]Problem, 0, max(n, 0))
 	for i := 0; i < n; i++ {
-		var bad error
-		get := func(name string) (any, bool) {
-			c, ok := cols[name]
-			if !ok {
-				return nil, false
-			}
-			if c[i].Null {
-				return nil, true
-			}
-			if len(c[i].Strs) != 1 {
-				bad = fmt.Errorf("deepcoder: parquet row %d: %s is not a string", i, name)
-				return nil, true
-			}
-			return c[i].Strs[0], true
+		o := &pyjson.Object{Vals: map[string]any{}}
+		for _, c := range cols {
+			o.Keys, o.Vals[c.name] = append(o.Keys, c.name), cellValue(c.cells[i], c.list)
 		}
-		repr := func() string {
-			o := &pyjson.Object{Vals: map[string]any{}}
-			for _, name := range names {
-				v, _ := get(name)
-				o.Keys, o.Vals[name] = append(o.Keys, name), v
-			}
-			return pyjson.Repr(o)
-		}
-		p := problemOf(row{get: get, repr: repr})
-		if bad != nil {
-			return nil, bad
-		}
-		out = append(out, p)
+		out = append(out, problemOf(row{get: o.Get, repr: func() string { return pyjson.Repr(o) }}))
 	}
 	return out, nil
+}
+
+// cellValue is a parquet cell as a decoded JSON value: a string, an int
+// (booleans read as 0 and 1), a float, a list of them, or nil.
+func cellValue(c parquet.Cell, list bool) any {
+	if c.Null {
+		return nil
+	}
+	vals := []any{}
+	for _, s := range c.Strs {
+		vals = append(vals, s)
+	}
+	for _, x := range c.Ints {
+		vals = append(vals, pyjson.Int(strconv.FormatInt(x, 10)))
+	}
+	for _, x := range c.Floats {
+		vals = append(vals, x)
+	}
+	if list {
+		return vals
+	}
+	if len(vals) == 1 {
+		return vals[0]
+	}
+	return nil
 }
 
 // LoadFile reads a .parquet or .jsonl file (others are sniffed).
@@ -323,7 +359,8 @@ func LoadFile(path string) ([]Problem, error) {
 }
 
 // Resolve finds the dataset of cfg: dataset_path as a file, or a directory
-// (itself or under cache_dir) holding {split}.jsonl or {split}.parquet.
+// (itself or under cache_dir) holding {split}.jsonl or {split}.parquet
+// (an empty or null split: the first of train, validation, test there).
 // An empty dataset_path (upstream's None, which downloads DeepCoder-Preview)
 // yields (nil, nil): the env then falls back to upstream's built-in
 // add(a, b) prompt with no tests. A dataset_path that is not found is an
@@ -343,13 +380,21 @@ func Resolve(cfg Config) ([]Problem, error) {
 	if cacheDir != "" && !filepath.IsAbs(p) {
 		dirs = append(dirs, filepath.Join(cacheDir, p))
 	}
+	// upstream: config.split or the dataset's first split (Hugging Face
+	// orders train, validation, test)
+	splits := []string{"train", "validation", "test"}
+	if cfg.Split != nil && *cfg.Split != "" {
+		splits = []string{*cfg.Split}
+	}
 	var tried []string
 	for _, d := range dirs {
-		for _, name := range []string{cfg.Split + ".jsonl", cfg.Split + ".parquet"} {
-			f := filepath.Join(d, name)
-			tried = append(tried, f)
-			if st, err := os.Stat(f); err == nil && !st.IsDir() {
-				return LoadFile(f)
+		for _, sp := range splits {
+			for _, name := range []string{sp + ".jsonl", sp + ".parquet"} {
+				f := filepath.Join(d, name)
+				tried = append(tried, f)
+				if st, err := os.Stat(f); err == nil && !st.IsDir() {
+					return LoadFile(f)
+				}
 			}
 		}
 	}

@@ -17,12 +17,12 @@ import (
 // Config is the env_config of a deepcoder tag: upstream's fields and
 // defaults, plus the sandbox settings (ours).
 type Config struct {
-	RenderMode         string  `yaml:"render_mode"`
+	RenderMode         string  `yaml:"render_mode"` // unused, as upstream
 	MaxSteps           int     `yaml:"max_steps"`
 	InvalidActionScore float64 `yaml:"invalid_action_score"` // unused, as upstream
 	DatasetPath        *string `yaml:"dataset_path"`         // nil: built-in add(a, b) prompt
 	CacheDir           *string `yaml:"cache_dir"`
-	Split              string  `yaml:"split"`
+	Split              *string `yaml:"split"` // "" or nil: the first split (train, validation, test)
 
 	PythonPath      string  `yaml:"python_path"`       // Debian's /usr/bin/python3
 	SandboxMode     string  `yaml:"sandbox_mode"`      // "namespaces" or "unsafe_rlimits_only"
@@ -34,7 +34,7 @@ type Config struct {
 func DefaultConfig() Config {
 	sc := sandbox.DefaultConfig()
 	return Config{
-		RenderMode: "text", MaxSteps: 1, Split: "test",
+		RenderMode: "text", MaxSteps: 1, Split: strp("test"),
 		PythonPath: sc.Python, SandboxMode: sc.Mode, SandboxTimeout: sc.Timeout.Seconds(),
 		SandboxMemoryMB: int(sc.MemoryBytes >> 20),
 	}
@@ -42,16 +42,9 @@ func DefaultConfig() Config {
 
 // Validate reports every problem of c at once.
 func (c Config) Validate() error {
+	// Upstream never reads render_mode, and max_steps < 1 makes every
+	// non-blank step the last: both are accepted.
 	var errs []error
-	if c.RenderMode != "text" {
-		errs = append(errs, fmt.Errorf("deepcoder: render_mode %q: only \"text\"", c.RenderMode))
-	}
-	if c.MaxSteps < 1 {
-		errs = append(errs, fmt.Errorf("deepcoder: max_steps %d must be >= 1", c.MaxSteps))
-	}
-	if c.Split == "" {
-		errs = append(errs, errors.New("deepcoder: split is empty"))
-	}
 	if err := c.sandbox().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("deepcoder: %w", err))
 	}
@@ -66,6 +59,8 @@ func (c Config) sandbox() sandbox.Config {
 	sc.MemoryBytes = int64(c.SandboxMemoryMB) << 20
 	return sc
 }
+
+func strp(s string) *string { return &s }
 
 // FallbackPrompt is upstream's prompt when no data can be loaded.
 const FallbackPrompt = "Write a function add(a, b) that returns a + b."
@@ -188,7 +183,7 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	}
 	if strings.TrimFunc(a.Text, isPySpace) == "" {
 		e.render = "Invalid action."
-		if e.cur.Question != "" {
+		if e.cur.hasPrompt() {
 			e.render = e.cur.Question + "\n\nFeedback: Empty action"
 		}
 		return env.StepResult{Observation: "Invalid action.", Info: env.Info{
@@ -210,7 +205,7 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 		obs = "Correct!"
 	}
 	e.render = obs
-	if !done && e.cur.Question != "" {
+	if !done && e.cur.hasPrompt() {
 		e.render = e.cur.Question + "\n\nFeedback: " + ev.Detail
 	}
 	return env.StepResult{Observation: obs, Reward: reward, Done: done, Info: env.Info{
@@ -234,6 +229,9 @@ func (e *Env) Render() string { return e.render }
 
 // Close does nothing (sandboxes are per run).
 func (e *Env) Close() error { return nil }
+
+// hasPrompt is upstream's truthiness test of the prompt in the render.
+func (p Problem) hasPrompt() bool { return p.Question != "" && !p.falsyPrompt }
 
 // isPySpace is Python's str.isspace.
 func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"ragen/env"
 	"ragen/env/deepcoder/sandbox"
 	"ragen/env/envtest"
+	"ragen/env/internal/pyjson"
 )
 
 func skipNoSandbox(t testing.TB) {
@@ -26,8 +28,6 @@ func skipNoSandbox(t testing.TB) {
 		t.Fatal(err)
 	}
 }
-
-func strp(s string) *string { return &s }
 
 func newTestEnv(t testing.TB, mut func(*Config)) *Env {
 	t.Helper()
@@ -89,7 +89,7 @@ func TestRowReadingSpec(t *testing.T) {
 		{`{"question": null, "prompt": "p"}`, "", "", nil, false},            // a present null is used
 		{`{"prompt": "p", "problem": "q"}`, "p", "", nil, false},
 		{`{"question": "q", "ground_truth": "[{\"input\": 1, \"output\": \"1\", \"testtype\": \"stdin\"}]"}`, "q", "",
-			[]TestCase{{Input: int64(1), inStr: "1", Output: "1", TestType: "stdin", want: "1", hasWant: true}}, false},
+			[]TestCase{{Input: int64(1), inRaw: pyjson.Int("1"), hasRaw: true, inStr: "1", Output: "1", TestType: "stdin", want: "1", hasWant: true}}, false},
 		{`{"question": "q", "ground_truth": "not json"}`, "q", "", nil, false},  // invalid JSON: []
 		{`{"question": "q", "ground_truth": "{\"a\": 1}"}`, "q", "", nil, true}, // QUIRK: a non-list fails the step
 		{`{"question": "q", "ground_truth": "[]", "metadata": "not json"}`, "q", "", nil, false},
@@ -98,9 +98,9 @@ func TestRowReadingSpec(t *testing.T) {
 		{`{"question": "q", "ground_truth": "[]", "metadata": "{\"func_name\": null}"}`, "q", "", nil, false},
 		// raw DeepCoder-Preview tests: upstream's preprocessing, shortest list wins.
 		{`{"problem": "q", "tests": "{\"inputs\": [\"1\", \"2\"], \"outputs\": [\"3\"]}"}`, "q", "",
-			[]TestCase{{Input: "1", inStr: "1", Output: "3", TestType: "stdin_stdout", want: "3", hasWant: true}}, false},
+			[]TestCase{{Input: "1", inRaw: "1", hasRaw: true, inStr: "1", Output: "3", TestType: "stdin_stdout", want: "3", hasWant: true}}, false},
 		{`{"problem": "q", "tests": {"input": "x", "output": [1, 2.0], "testtype": "functional"}}`, "q", "",
-			[]TestCase{{Input: "x", inStr: "x", Output: []any{int64(1), 2.0}, TestType: "functional", want: "[1, 2.0]", hasWant: true}}, false},
+			[]TestCase{{Input: "x", inRaw: "x", hasRaw: true, inStr: "x", Output: []any{int64(1), 2.0}, TestType: "functional", want: "[1, 2.0]", hasWant: true}}, false},
 		{`{"question": "q", "ground_truth": [{"output": {"b": 1, "a": 2}}]}`, "q", "",
 			[]TestCase{{Output: map[string]any{"b": int64(1), "a": int64(2)}, noInput: true, want: "{'b': 1, 'a': 2}", hasWant: true}}, false},
 	} {
@@ -110,7 +110,7 @@ func TestRowReadingSpec(t *testing.T) {
 			continue
 		}
 		p := ps[0]
-		if p.Question != c.question || p.FuncName != c.funcName || !reflect.DeepEqual(p.Tests, c.tests) || (p.testsErr != nil) != c.stepErr {
+		if p.Question != c.question || p.FuncName != c.funcName || !reflect.DeepEqual(p.Tests, c.tests) || (p.testsErr != nil || p.metaErr != nil) != c.stepErr {
 			t.Errorf("%s:\n got %+v\nwant question %q func %q tests %+v stepErr %v", c.in, p, c.question, c.funcName, c.tests, c.stepErr)
 		}
 	}
@@ -156,21 +156,39 @@ func TestPyStr(t *testing.T) {
 	}
 }
 
-// TestJSONToPlain checks what a test's input becomes in the sandbox job:
-// encoding/json's numbers as int64 or float64, an int too large for int64
-// as its exact text (Python's json.loads keeps it exact).
-func TestJSONToPlain(t *testing.T) {
-	in := []any{json.Number("7"), json.Number("123456789012345678901234"), json.Number("0.5"),
-		map[string]any{"n": json.Number("-3")}}
-	b, err := json.Marshal(jsonToPlain(in))
-	if err != nil {
-		t.Fatal(err)
+// TestPyJSON checks the argument text sent to the sandbox: Python's
+// json.dumps dialect, floats kept as floats, objects in document order.
+func TestPyJSON(t *testing.T) {
+	obj, _ := pyjson.Decode(`{"b": [1.0, -0.0, 1e16, NaN, -Infinity, 123456789012345678901234], "a": null}`)
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{obj, `{"b": [1.0, -0.0, 1e+16, NaN, -Infinity, 123456789012345678901234], "a": null}`},
+		{map[string]any{"n": json.Number("-3"), "f": json.Number("2.50"), "s": "é\"<"}, `{"f": 2.5, "n": -3, "s": "é\"\u003c"}`},
+		{[]any{int64(7), true, math.Inf(1)}, `[7, true, Infinity]`},
+		{[]string{"x"}, `["x"]`},
+	} {
+		if got, err := pyJSON(c.v); err != nil || got != c.want {
+			t.Errorf("pyJSON(%v) = %s, %v; want %s", c.v, got, err, c.want)
+		}
 	}
-	if want := `[7,123456789012345678901234,0.5,{"n":-3}]`; string(b) != want {
-		t.Errorf("got %s, want %s", b, want)
+	if _, err := pyJSON(make(chan int)); err == nil || !strings.Contains(err.Error(), "cannot travel as JSON") {
+		t.Errorf("chan: %v", err)
 	}
-	if _, ok := jsonToPlain(json.Number("7")).(int64); !ok {
-		t.Errorf("json.Number 7 is %T, want int64", jsonToPlain(json.Number("7")))
+	// A functional test's arguments: a list spreads, anything else is one.
+	for _, c := range []struct {
+		t    TestCase
+		want string
+	}{
+		{TestCase{noInput: true}, "[]"},
+		{TestCase{Input: nil}, "[null]"},
+		{TestCase{Input: []any{2.0, "a"}}, `[2.0, "a"]`},
+		{TestCase{Input: map[string]any{"k": int64(1)}}, `[{"k": 1}]`},
+	} {
+		if got, err := argsJSON(c.t); err != nil || got != c.want {
+			t.Errorf("argsJSON(%+v) = %s, %v; want %s", c.t, got, err, c.want)
+		}
 	}
 }
 

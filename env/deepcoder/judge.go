@@ -1,9 +1,13 @@
 package deepcoder
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"sort"
+	"strconv"
 	"strings"
 
 	"ragen/env/deepcoder/sandbox"
@@ -71,30 +75,161 @@ func Evaluate(ctx context.Context, sb *sandbox.Sandbox, p Problem, code string) 
 	if total == 0 {
 		return Evaluation{Detail: "No tests available."}, nil
 	}
+	if p.metaErr != nil { // upstream reads the metadata only when there are tests
+		return Evaluation{}, fmt.Errorf("problem data: %w", p.metaErr)
+	}
 	job := sandbox.Job{Program: Program(p.StarterCode, code), FuncName: p.FuncName, Tests: make([]sandbox.Test, total)}
 	for i, t := range p.Tests {
-		in := jsonToPlain(t.Input)
 		f := functional(t, p.FuncName)
-		switch {
-		case t.noInput && f:
-			in = []any{}
-		case t.noInput:
-			in = ""
-		case !f:
-			if _, ok := in.(string); !ok { // upstream feeds str(input)
+		if !f {
+			in, ok := t.Input.(string)
+			switch {
+			case t.noInput:
+				in = ""
+			case !ok: // upstream feeds str(input)
 				in = t.inStr
 				if in == "" {
 					in = PyStr(t.Input)
 				}
 			}
+			job.Tests[i] = sandbox.Test{Input: in}
+			continue
 		}
-		job.Tests[i] = sandbox.Test{Input: in, Functional: f}
+		if s, ok := t.Input.(string); ok && !t.noInput {
+			job.Tests[i] = sandbox.Test{Input: s, Functional: true} // expressions, eval'd in the sandbox
+			continue
+		}
+		args, err := argsJSON(t)
+		if err != nil {
+			return Evaluation{}, fmt.Errorf("test %d: %w", i, err)
+		}
+		job.Tests[i] = sandbox.Test{Args: args, Functional: true}
 	}
 	rep, err := sb.Run(ctx, job)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	return Judge(p, rep)
+}
+
+// argsJSON is the argument list of a functional test whose input is not a
+// string, as upstream sends it to its child: a list gives one argument per
+// element, a missing input none, anything else (null included) one.
+func argsJSON(t TestCase) (string, error) {
+	v := t.Input
+	if t.hasRaw {
+		v = t.inRaw
+	}
+	switch {
+	case t.noInput:
+		return "[]", nil
+	case isList(v):
+		return pyJSON(v)
+	}
+	s, err := pyJSON(v)
+	return "[" + s + "]", err
+}
+
+func isList(v any) bool {
+	switch v.(type) {
+	case []any:
+		return true
+	}
+	return false
+}
+
+// pyJSON writes v as Python's json.dumps would: floats keep their point
+// or exponent (1.0, 1e+16, -0.0) so they arrive as floats, NaN and
+// ±Infinity are allowed, and a decoded object keeps its key order (a Go
+// map, having none, is sorted).
+func pyJSON(v any) (string, error) {
+	var b strings.Builder
+	err := writePyJSON(&b, v)
+	return b.String(), err
+}
+
+func writePyJSON(b *strings.Builder, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case pyjson.Int:
+		b.WriteString(string(x))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			b.WriteString("NaN")
+		case math.IsInf(x, 1):
+			b.WriteString("Infinity")
+		case math.IsInf(x, -1):
+			b.WriteString("-Infinity")
+		default:
+			b.WriteString(pystr.FloatRepr(x))
+		}
+	case json.Number:
+		if !strings.ContainsAny(string(x), ".eE") {
+			b.WriteString(string(x))
+			return nil
+		}
+		f, err := x.Float64()
+		if err != nil && !math.IsInf(f, 0) {
+			return fmt.Errorf("number %s: %w", x, err)
+		}
+		return writePyJSON(b, f)
+	case string:
+		q, _ := json.Marshal(x)
+		b.Write(q)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if err := writePyJSON(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case *pyjson.Object:
+		b.WriteByte('{')
+		for i, k := range x.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			q, _ := json.Marshal(k)
+			b.Write(q)
+			b.WriteString(": ")
+			if err := writePyJSON(b, x.Vals[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return writePyJSON(b, &pyjson.Object{Keys: keys, Vals: x})
+	default:
+		q, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Errorf("argument %v (%T) cannot travel as JSON: %w", x, x, err)
+		}
+		var d any
+		dec := json.NewDecoder(bytes.NewReader(q))
+		dec.UseNumber()
+		if err := dec.Decode(&d); err != nil {
+			return fmt.Errorf("argument %v (%T): %w", x, x, err)
+		}
+		return writePyJSON(b, d)
+	}
+	return nil
 }
 
 // expected is py-str of a test's expected output.
@@ -109,12 +244,18 @@ func expected(t TestCase) string {
 // (service-envs.md §2 "child run" and "outcome"): tests in order, the
 // first failure's text with a 0-based index; an uncaught error or exit
 // ends the whole run with one of upstream's sandbox texts and 0 passed.
-// An error is returned only for arguments that cannot travel as JSON
-// (upstream's step fails there too).
+// Upstream's child has one stdout and stderr: the functional calls print
+// there (a stdin test's output and a functional program's top-level
+// output go to in-memory buffers), and the outcome texts quote them. An
+// error is returned only for arguments that cannot travel as JSON
+// (upstream's step fails there too, before any test runs).
 func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 	T := len(p.Tests)
 	whole := func(detail string) (Evaluation, error) {
 		return Evaluation{Total: T, Detail: detail}, nil
+	}
+	if rep.ArgsError != "" {
+		return Evaluation{}, fmt.Errorf("test %d: arguments are not JSON-serialisable: %s", rep.ArgsTest, rep.ArgsError)
 	}
 	if rep.TimedOut {
 		return whole("Sandbox runtime error: Timeout")
@@ -129,13 +270,10 @@ func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 			first = s
 		}
 	}
+	// upstream's child's stdout and stderr so far
+	var stdout, stderr strings.Builder
 	for i, t := range p.Tests {
 		o := rep.Outcomes[i]
-		// The runner reports "<text>\x01<kind>" (see runner.py).
-		text, kind := o.Exception, ""
-		if j := strings.LastIndexByte(text, 1); j >= 0 {
-			text, kind = text[:j], text[j+1:]
-		}
 		switch {
 		case o.Status == "output_limit":
 			return whole("Sandbox runtime error: output limit exceeded")
@@ -143,34 +281,42 @@ func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 			return whole("Sandbox runtime error: MemoryError")
 		case o.Status != "done":
 			return whole("Sandbox runtime error: " + o.Status)
-		case kind == "args":
-			return Evaluation{}, fmt.Errorf("test %d: arguments are not JSON-serialisable: %s", i, text)
-		case kind == "crash":
-			return whole("Sandbox runtime error: " + text)
+		}
+		f := functional(t, p.FuncName)
+		if f {
+			stdout.WriteString(o.Stdout)
+			stderr.WriteString(o.Stderr)
+		}
+		// The runner reports "<text>\x01<kind>" (see runner.py).
+		text, kind := o.Exception, ""
+		if j := strings.LastIndexByte(text, 1); j >= 0 {
+			text, kind = text[:j], text[j+1:]
+		}
+		died := o.Signal != 0 || o.ExitCode != 0
+		switch {
+		case kind == "crash": // uncaught: a traceback on stderr, exit status 1
+			return whole("Sandbox runtime error: " + stderr.String() + text)
 		case kind == "exit":
-			var code any
-			_ = json.Unmarshal([]byte(text), &code)
-			switch c := code.(type) {
-			case nil:
-				return whole("Sandbox malformed output: ")
-			case float64:
-				if c == 0 {
-					return whole("Sandbox malformed output: ")
-				}
-				return whole("Sandbox runtime error: ")
-			case bool:
-				if !c {
-					return whole("Sandbox malformed output: ")
-				}
-				return whole("Sandbox runtime error: ")
-			default:
-				return whole("Sandbox runtime error: " + fmt.Sprint(c) + "\n")
+			var x struct {
+				Status int    `json:"status"`
+				Stderr string `json:"stderr"`
 			}
+			if err := json.Unmarshal([]byte(text), &x); err != nil {
+				x.Status = 1
+			}
+			if x.Status != 0 {
+				e := stderr.String() + x.Stderr
+				if e == "" {
+					e = stdout.String()
+				}
+				return whole("Sandbox runtime error: " + e)
+			}
+			return whole(malformed(stdout.String()))
 		case kind == "notfound":
 			ev.Runnable = false
 			fail(fmt.Sprintf("Exception on test %d: Function not found", i))
 			continue
-		case kind == "exc" && functional(t, p.FuncName):
+		case kind == "exc" && f:
 			ev.Runnable = false
 			fail(fmt.Sprintf("Exception on test %d: %s", i, text))
 			continue
@@ -178,11 +324,15 @@ func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 			ev.Runnable = false
 			fail(fmt.Sprintf("Runtime error on test %d: %s", i, text))
 			continue
-		case o.Signal != 0 || o.ExitCode != 0:
-			// os._exit or a fatal signal ends upstream's child.
-			return whole("Sandbox runtime error: " + o.Stderr)
+		case !o.Completed || died:
+			// os._exit or a fatal signal ends upstream's child at once:
+			// Python's buffered stdout is lost, whole stderr lines are not.
+			if died {
+				return whole("Sandbox runtime error: " + stderr.String())
+			}
+			return whole("Sandbox malformed output: ")
 		}
-		if functional(t, p.FuncName) {
+		if f {
 			if got, want := o.Result, expected(t); got == want {
 				ev.Passed++
 			} else {
@@ -205,35 +355,21 @@ func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 	return ev, nil
 }
 
-// jsonToPlain turns json.Number values (encoding/json's UseNumber) into
-// int64 or float64 so the sandbox job marshals them as numbers; an integer
-// too large for int64 stays a json.Number, which marshals as its exact
-// text (Python's json.loads gives an exact int).
-func jsonToPlain(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
+// malformed is upstream's verdict on a child that exited with status 0
+// before printing its result line: the last line of strip(stdout) parsed
+// as JSON. A JSON object there is upstream's result payload, which
+// upstream would trust; ragen does not take a verdict from what the
+// program printed and reports the output as malformed.
+func malformed(stdout string) string {
+	s := strings.TrimFunc(stdout, isPySpace)
+	if lines := pystr.SplitLines(s); len(lines) > 0 {
+		if v, err := pyjson.Decode(lines[len(lines)-1]); err == nil {
+			if _, ok := v.(*pyjson.Object); !ok {
+				return "Sandbox malformed payload type: " + pyjson.TypeName(v)
+			}
 		}
-		if !strings.ContainsAny(string(x), ".eE") {
-			return x
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonToPlain(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonToPlain(e)
-		}
-		return out
 	}
-	return v
+	return "Sandbox malformed output: " + s
 }
 
 // PyStr is Python's str() of a JSON value as json.loads returns it:

@@ -1,9 +1,14 @@
 package deepcoder
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	pq "github.com/parquet-go/parquet-go"
 
 	"ragen/env"
 )
@@ -106,3 +111,228 @@ func TestSandboxSpec(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// Upstream's outcomes for rows read from JSONL, as its
+// run_deepcoder_sandbox returns them (the values were produced by running
+// upstream's harness with CPython 3.11, stdout block-buffered as under
+// subprocess.run): float and dict arguments keep their type and order,
+// os._exit and exit statuses are judged by Python's exit status, what the
+// functional calls printed is upstream's stdout, stdin keeps "\r".
+func TestUpstreamOutcomes(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.MaxSteps = 100 })
+	for _, c := range []struct {
+		name, row, code string
+		passed          int
+		runnable        bool
+		detail          string
+	}{
+		{"D1 float arg", `{"question": "q", "ground_truth": [{"input": [1.0], "output": 1.0, "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x): return x", 1, true, "All tests passed."},
+		{"D1 -0.0", `{"question": "q", "ground_truth": [{"input": [-0.0], "output": "-0.0", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x): return x", 1, true, "All tests passed."},
+		{"D1 1e16", `{"question": "q", "ground_truth": [{"input": [1e+16], "output": "1e+16", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x): return x", 1, true, "All tests passed."},
+		{"D1 NaN", `{"question":"q","ground_truth":[{"input":[NaN],"output":"nan","testtype":"functional"}],"metadata":{"func_name":"f"}}`, "def f(x): return x", 1, true, "All tests passed."},
+		{"D1 inf", `{"question":"q","ground_truth":[{"input":[1e400, -Infinity],"output":"inf -inf","testtype":"functional"}],"metadata":{"func_name":"f"}}`, "def f(x, y): return f'{x} {y}'", 1, true, "All tests passed."},
+		{"D1 scalar float", `{"question": "q", "ground_truth": [{"input": 2.5, "output": "2.5", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x): return x", 1, true, "All tests passed."},
+		{"null input", `{"question": "q", "ground_truth": [{"input": null, "output": "None", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x): return x", 1, true, "All tests passed."},
+		{"D2 dict order", `{"question":"q","ground_truth":[{"input":[{"b":1,"a":2}],"output":"['b', 'a']","testtype":"functional"}],"metadata":{"func_name":"f"}}`, "def f(d): return list(d)", 1, true, "All tests passed."},
+		{"D3 os._exit(0) stdin", `{"question": "q", "ground_truth": [{"input": "", "output": "5", "testtype": "stdin"}]}`, "print(5)\nimport os\nos._exit(0)", 0, false, "Sandbox malformed output: "},
+		{"D3 os._exit(0) functional", `{"question": "q", "ground_truth": [{"input": "1", "output": "5", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x):\n    print(42)\n    import os; os._exit(0)", 0, false, "Sandbox malformed output: "},
+		{"D4 sys.exit(256)", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "import sys\nsys.exit(256)", 0, false, "Sandbox malformed output: "},
+		{"D4 sys.exit(512) in function", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x):\n    import sys; sys.exit(512)", 0, false, "Sandbox malformed output: "},
+		{"D4 sys.exit(-1)", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "import sys\nsys.exit(-1)", 0, false, "Sandbox runtime error: "},
+		{"D4 sys.exit(2**64)", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "import sys\nsys.exit(2**64)", 0, false, "Sandbox runtime error: "},
+		{"D4 sys.exit(True)", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "import sys\nsys.exit(True)", 0, false, "Sandbox runtime error: "},
+		{"D4 sys.exit(0.0)", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "import sys\nsys.exit(0.0)", 0, false, "Sandbox runtime error: 0.0\n"},
+		{"D5 list", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x):\n    print([1, 2])\n    import sys; sys.exit()", 0, false, "Sandbox malformed payload type: list"},
+		{"D5 int", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x):\n    print(42)\n    import sys; sys.exit()", 0, false, "Sandbox malformed payload type: int"},
+		{"D5 text", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x):\n    print('hello')\n    import sys; sys.exit()", 0, false, "Sandbox malformed output: hello"},
+		{"exit(1) after print", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x):\n    print('hi')\n    import sys; sys.exit(1)", 0, false, "Sandbox runtime error: hi\n"},
+		{"exit(1) after stderr", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "def f(x):\n    import sys; print('oops', file=sys.stderr); sys.exit(1)", 0, false, "Sandbox runtime error: oops\n"},
+		{"earlier test prints", `{"question":"q","ground_truth":[{"input":"1","output":"1","testtype":"functional"},{"input":"2","output":"2","testtype":"functional"}],"metadata":{"func_name":"f"}}`, "def f(x):\n    print(x)\n    if x == 2:\n        import sys; sys.exit()\n    return x", 0, false, "Sandbox malformed payload type: int"},
+		{"D8 f = None", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "f = None", 0, false, "Passed 0/1 tests. Exception on test 0: TypeError(\"'NoneType' object is not callable\")"},
+		{"D10 crlf", `{"question": "q", "ground_truth": [{"input": "ab\r\ncd", "output": "3", "testtype": "stdin"}]}`, "print(len(input()))", 1, true, "All tests passed."},
+		{"D10 cr", `{"question": "q", "ground_truth": [{"input": "ab\rcd", "output": "5", "testtype": "stdin"}]}`, "print(len(input()))", 1, true, "All tests passed."},
+		{"S2 stdin stderr then os._exit(1)", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "import sys, os\nprint('err', file=sys.stderr)\nsys.stderr.flush()\nos._exit(1)", 0, false, "Sandbox runtime error: "},
+		{"stdin stderr then exit(1)", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "import sys\nprint('err', file=sys.stderr)\nsys.exit(1)", 0, false, "Sandbox runtime error: "},
+		{"module top stdout used in call", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "import sys\nw = sys.stdout.write\ndef f(x):\n    w('x')\n    return x", 0, false, "Passed 0/1 tests. Exception on test 0: ValueError('I/O operation on closed file')"},
+		{"stdin syntax error", `{"question": "q", "ground_truth": [{"input": "", "output": "1", "testtype": "stdin"}]}`, "print(", 0, false, "Passed 0/1 tests. Runtime error on test 0: SyntaxError(\"'(' was never closed\", ('<string>', 1, 6, 'print(\\n', 1, 0))"},
+		{"fd 0 is empty in stdin test", `{"question": "q", "ground_truth": [{"input": "data", "output": "''", "testtype": "stdin"}]}`, "import os\nprint(repr(os.read(0, 10).decode()))", 1, true, "All tests passed."},
+		{"functional exec prints", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`, "print('top')\ndef f(x): return x", 1, true, "All tests passed."},
+		// ragen does not take a verdict from a JSON object the program
+		// printed (upstream trusts it: (true, "Unknown", 1, 1, false)).
+		{"printed payload", `{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}], "metadata": {"func_name": "f"}}`,
+			"def f(x):\n    print('{\"is_correct\": true, \"passed_tests\": 1}')\n    import sys; sys.exit()", 0, false,
+			`Sandbox malformed output: {"is_correct": true, "passed_tests": 1}`},
+	} {
+		ps, err := ReadJSONL(strings.NewReader(c.row))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e.cur = ps[0]
+		r, err := e.Step(context.Background(), env.Action{Text: c.code})
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if d := r.Info["detail"]; d != c.detail || r.Info["passed_tests"] != c.passed || r.Info["runnable"] != c.runnable {
+			t.Errorf("%s: passed %v runnable %v detail %q; want %d %v %q", c.name, r.Info["passed_tests"], r.Info["runnable"], d, c.passed, c.runnable, c.detail)
+		}
+	}
+	// An uncaught error in upstream's main loop (str() of the result
+	// raising) prints its traceback after what the calls wrote to stderr.
+	ps, _ := ReadJSONL(strings.NewReader(`{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}, {"input": "2", "output": "2", "testtype": "functional"}], "metadata": {"func_name": "f"}}`))
+	e.cur = ps[0]
+	r := step(t, e, "import sys\nclass B:\n    def __str__(self): raise ValueError('no')\ndef f(x):\n    print('e', file=sys.stderr)\n    return B() if x == 2 else x")
+	if d := r.Info["detail"].(string); !strings.HasPrefix(d, "Sandbox runtime error: e\ne\nTraceback (most recent call last):") || !strings.HasSuffix(d, "ValueError: no\n") {
+		t.Errorf("str(result) raising: %q", d)
+	}
+}
+
+// Upstream evaluates and json.dumps every test's arguments before its
+// child starts: an unserialisable one fails the step even when an earlier
+// test would end the run.
+func TestUnserialisableArgsFailFirst(t *testing.T) {
+	e := newTestEnv(t, nil)
+	ps, _ := ReadJSONL(strings.NewReader(`{"question": "q", "ground_truth": [{"input": "1", "output": "1", "testtype": "functional"}, {"input": "{1, 2}", "output": "x", "testtype": "functional"}], "metadata": {"func_name": "f"}}`))
+	e.cur = ps[0]
+	_, err := e.Step(context.Background(), env.Action{Text: "def f(x): return x\nimport sys\nsys.exit()"})
+	if err == nil || !strings.Contains(err.Error(), "test 1: arguments are not JSON-serialisable: TypeError('Object of type set is not JSON serializable')") {
+		t.Errorf("%v", err)
+	}
+	// The program cannot forge that error: it is decided before it runs.
+	e.cur = Problem{Tests: []TestCase{{Input: "", Output: "1", TestType: "stdin"}}}
+	r, err := e.Step(context.Background(), env.Action{Text: "import sys\nsys.stderr.write('\\n\\x00EXC\\x00x\\x01args')\nprint(1)"})
+	if err != nil || r.Reward != 1 {
+		t.Errorf("forged args mark: %+v %v", r, err)
+	}
+}
+
+// service-envs.md §2 "Row reading" and "test preparation": cases that
+// need no sandbox run (no tests, bad data).
+func TestRowReadingUpstream(t *testing.T) {
+	for _, c := range []struct {
+		name, row string
+		tests     int
+		funcName  string
+		question  string
+		err       string // Evaluate's error; "" for none
+		detail    string
+	}{
+		// D6: a ground truth that is a JSON value (not text) of another kind is no tests
+		{"object ground truth", `{"question": "q", "ground_truth": {"a": 1}}`, 0, "", "q", "", "No tests available."},
+		{"number ground truth", `{"question": "q", "ground_truth": 5}`, 0, "", "q", "", "No tests available."},
+		// QUIRK: JSON text of another kind fails the step
+		{"object ground truth text", `{"question": "q", "ground_truth": "{\"a\": 1}"}`, 0, "", "q", "ground truth is a JSON dict, not a list", ""},
+		{"falsy ground truth text", `{"question": "q", "ground_truth": "0"}`, 0, "", "q", "", "No tests available."},
+		// D7: the metadata is read only when there are tests
+		{"bad metadata, no tests", `{"question": "q", "ground_truth": "[]", "metadata": "[1]"}`, 0, "", "q", "", "No tests available."},
+		{"bad metadata, tests", `{"question": "q", "ground_truth": [{"input": "", "output": "1"}], "metadata": "[1]"}`, 1, "", "q", "metadata is a JSON list, not an object", ""},
+		// D9: a falsy func_name makes stdin tests
+		{"func_name 0", `{"question": "q", "ground_truth": [], "metadata": {"func_name": 0}}`, 0, "", "q", "", "No tests available."},
+		{"func_name false", `{"question": "q", "ground_truth": [], "metadata": {"func_name": false}}`, 0, "", "q", "", "No tests available."},
+		{"func_name 7", `{"question": "q", "ground_truth": [], "metadata": {"func_name": 7}}`, 0, "7", "q", "", "No tests available."},
+		// S1: a present ground_truth is used even when null
+		{"null ground truth", `{"question": "q", "ground_truth": null, "tests": [{"input": "", "output": "1", "testtype": "stdin"}]}`, 0, "", "q", "", "No tests available."},
+		// D15: a raw DeepCoder-Preview row's prompt carries its starter code
+		{"raw row", `{"problem": "Add two numbers.", "tests": "{\"inputs\": [\"1 2\\n\"], \"outputs\": [\"3\\n\"]}", "starter_code": "class Solution:\n    def add(self, a, b):"}`,
+			1, "", "Add two numbers.\n\nStarter code:\nclass Solution:\n    def add(self, a, b):", "", ""},
+		{"raw row, no starter", `{"question": "old", "problem": "P", "tests": [], "starter_code": ""}`, 0, "", "P", "", "No tests available."},
+	} {
+		ps, err := ReadJSONL(strings.NewReader(c.row))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p := ps[0]
+		if len(p.Tests) != c.tests || p.FuncName != c.funcName || p.Question != c.question {
+			t.Errorf("%s: %d tests, func_name %q, question %q", c.name, len(p.Tests), p.FuncName, p.Question)
+		}
+		if c.detail == "" && c.err == "" {
+			continue
+		}
+		ev, err := Evaluate(context.Background(), nil, p, "print(1)") // no sandbox is reached
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+		case c.err == "" && (err != nil || ev.Detail != c.detail):
+			t.Errorf("%s: %+v %v, want %q", c.name, ev, err, c.detail)
+		}
+	}
+	// func_name 0 runs the functional test as a stdin test.
+	e := newTestEnv(t, nil)
+	ps, _ := ReadJSONL(strings.NewReader(`{"question": "q", "ground_truth": [{"input": "5", "output": "5", "testtype": "functional"}], "metadata": {"func_name": 0}}`))
+	e.cur = ps[0]
+	if r := step(t, e, "print(input())"); r.Reward != 1 {
+		t.Errorf("func_name 0: %+v", r)
+	}
+}
+
+// upstream: split = config.split or the first split.
+func TestEmptySplit(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"train.jsonl", "test.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(`{"question": "`+name+`"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, split := range []*string{strp(""), nil} {
+		cfg := DefaultConfig()
+		cfg.DatasetPath, cfg.Split = strp(dir), split
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := Resolve(cfg)
+		if err != nil || len(ps) != 1 || ps[0].Question != "train.jsonl" {
+			t.Errorf("split %v: %+v %v", split, ps, err)
+		}
+	}
+	if _, err := FromEnvConfig(map[string]any{"split": nil, "python_path": "/no/python3"}); err == nil || !strings.Contains(err.Error(), "/no/python3") {
+		t.Errorf("null split: %v", err) // accepted; fails later on the interpreter
+	}
+}
+
+// A parquet row with no prompt column is shown as Python's str() of the
+// whole row: every column, in file order, whatever its type.
+func TestParquetRowRepr(t *testing.T) {
+	type prow struct {
+		Source      string   `parquet:"source"`
+		GroundTruth string   `parquet:"ground_truth"`
+		Difficulty  int64    `parquet:"difficulty"`
+		Score       float64  `parquet:"score"`
+		Tags        []string `parquet:"tags,list"`
+		Metadata    *string  `parquet:"metadata,optional"`
+	}
+	var buf bytes.Buffer
+	w := pq.NewGenericWriter[prow](&buf)
+	if _, err := w.Write([]prow{{Source: "x", GroundTruth: "[]", Difficulty: 3, Score: 0.5, Tags: []string{"a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ReadParquet(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{'source': 'x', 'ground_truth': '[]', 'difficulty': 3, 'score': 0.5, 'tags': ['a'], 'metadata': None}"; len(ps) != 1 || ps[0].Question != want {
+		t.Errorf("got %+v\nwant question %q", ps, want)
+	}
+}
+
+// Upstream's render tests the prompt's truthiness: a prompt of 0 or false
+// shows no feedback. It never reads render_mode, and max_steps < 1 makes
+// every non-blank step the last.
+func TestFalsyPromptAndLaxConfig(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.MaxSteps = 2 })
+	ps, _ := ReadJSONL(strings.NewReader(`{"question": false, "ground_truth": []}`))
+	e.cur = ps[0]
+	step(t, e, " ")
+	if e.Render() != "Invalid action." {
+		t.Errorf("blank: %q", e.Render())
+	}
+	if r := step(t, e, "print(1)"); r.Done || e.Render() != "Incorrect." {
+		t.Errorf("not done: %+v %q", r, e.Render())
+	}
+	e = newTestEnv(t, func(c *Config) { c.MaxSteps, c.RenderMode = 0, "rgb_array" })
+	if r := step(t, e, "print(1)"); !r.Done {
+		t.Errorf("max_steps 0: %+v", r)
+	}
+}

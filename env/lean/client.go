@@ -53,7 +53,7 @@ type Client struct {
 	APIKey         string
 	RequestTimeout float64       // Lean-side timeout in seconds (sent truncated to an int)
 	HTTPTimeout    time.Duration // per HTTP attempt
-	MaxRetries     int           // attempts in total on transport errors, non-2xx and non-JSON replies
+	MaxRetries     int           // attempts in total on transport errors, non-2xx (3xx included) and non-JSON replies; at least one
 	HTTP           *http.Client
 
 	// wait is the pause before attempt i+1 (i from 1): 1 s, 2 s, 4 s, …
@@ -73,11 +73,16 @@ func NewSnippetID() string {
 	return "ragen-proof-" + hex.EncodeToString(b[:])
 }
 
+// httpClient is c.HTTP (or a default client) that does not follow
+// redirects: upstream's httpx client does not, and its raise_for_status
+// fails a 3xx reply, so the attempt is retried like any non-2xx one.
 func (c *Client) httpClient() *http.Client {
+	var hc http.Client
 	if c.HTTP != nil {
-		return c.HTTP
+		hc = *c.HTTP
 	}
-	return http.DefaultClient
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &hc
 }
 
 // Check sends one snippet. A failed request is a *RequestError; only a
@@ -92,7 +97,9 @@ func (c *Client) Check(ctx context.Context, id, code string) (Reply, error) {
 	if wait == nil {
 		wait = backoff
 	}
-	for i := 0; i < c.MaxRetries; i++ {
+	// tenacity's stop_after_attempt(n) is checked only after a failed
+	// attempt, so max_retries <= 0 still makes one.
+	for i := 0; i < max(c.MaxRetries, 1); i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():

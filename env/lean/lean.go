@@ -59,14 +59,11 @@ func (c Config) Validate() error {
 	if !strings.HasPrefix(c.ServerURL, "http://") && !strings.HasPrefix(c.ServerURL, "https://") {
 		errs = append(errs, fmt.Errorf("lean: server_url %q must be an http(s) URL of a Kimina Lean server", c.ServerURL))
 	}
-	if c.MaxSteps < 1 {
-		errs = append(errs, fmt.Errorf("lean: max_steps %d must be >= 1", c.MaxSteps))
-	}
-	if c.RequestTimeout <= 0 || c.HTTPTimeout <= 0 {
-		errs = append(errs, errors.New("lean: request_timeout and http_timeout must be positive"))
-	}
-	if c.MaxRetries < 0 || c.MessageTruncateLimit < 0 {
-		errs = append(errs, errors.New("lean: max_retries and message_truncate_limit must be >= 0"))
+	// Values upstream accepts and plays with are accepted: max_steps < 1
+	// (done after the first step), request_timeout 0, max_retries <= 0
+	// (one attempt), a negative message_truncate_limit (no truncation).
+	if c.RequestTimeout < 0 || c.HTTPTimeout <= 0 {
+		errs = append(errs, errors.New("lean: request_timeout must be >= 0 and http_timeout positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -228,6 +225,9 @@ func readParquet(r io.Reader) ([]Theorem, []string, error) {
 // upstream's texts (service-envs.md §3 "Dataset").
 func Load(cfg Config) ([]Theorem, error) {
 	p := cfg.DatasetNameOrPath
+	if cfg.DatasetSplit == "" {
+		cfg.DatasetSplit = "train" // upstream: dataset_split or "train"
+	}
 	if p == "" {
 		return nil, errors.New("lean: LeanEnv requires a dataset_name to load training samples.")
 	}
@@ -385,7 +385,8 @@ func location(v any) string {
 // FormatMessages renders message objects as upstream's feedback lines:
 // "{indent}{i:02d}. [{SEV}{ LOC}] {data}", right-trimmed, or
 // "{indent}(no Lean messages)". truncate > 0 strips the text and cuts it
-// to truncate-3 characters + "..." when longer.
+// to truncate-3 characters + "..." when longer (see truncateText), before
+// the "unsolved goals" test.
 func FormatMessages(msgs []map[string]any, indent string, truncate int) []string {
 	if len(msgs) == 0 {
 		return []string{indent + "(no Lean messages)"}
@@ -397,6 +398,10 @@ func FormatMessages(msgs []map[string]any, indent string, truncate int) []string
 			sev = strings.ToUpper(pyjson.Str(v))
 		}
 		text := messageText(m)
+		if truncate > 0 {
+			text = truncateText(text, truncate)
+		}
+		// Upstream tests the truncated text.
 		if sev == "ERROR" && containsFold(text, "unsolved goals") {
 			sev = "UNSOLVED GOALS"
 		}
@@ -409,15 +414,24 @@ func FormatMessages(msgs []map[string]any, indent string, truncate int) []string
 		if len(locs) > 0 {
 			sev += " " + strings.Join(locs, " → ")
 		}
-		if truncate > 0 {
-			text = pyStrip(text)
-			if r := []rune(text); len(r) > truncate {
-				text = string(r[:max(truncate-3, 0)]) + "..."
-			}
-		}
 		out[i] = strings.TrimRightFunc(fmt.Sprintf("%s%02d. [%s] %s", indent, i+1, sev, text), isPySpace)
 	}
 	return out
+}
+
+// truncateText is upstream's _truncate_text for limit > 0: the stripped
+// text, cut to text[:limit-3] + "..." when longer than limit (a Python
+// slice: for limits 1 and 2 the end counts back from the text's end).
+func truncateText(text string, limit int) string {
+	r := []rune(pyStrip(text))
+	if len(r) <= limit {
+		return string(r)
+	}
+	end := limit - 3
+	if end < 0 {
+		end = max(len(r)+end, 0)
+	}
+	return string(r[:end]) + "..."
 }
 
 type logEntry struct {
@@ -468,7 +482,7 @@ func NewClient(cfg Config) *Client {
 		key = *cfg.APIKey
 	}
 	return &Client{URL: cfg.ServerURL, APIKey: key, RequestTimeout: cfg.RequestTimeout,
-		HTTPTimeout: time.Duration(cfg.HTTPTimeout * float64(time.Second)), MaxRetries: cfg.MaxRetries, HTTP: &http.Client{}}
+		HTTPTimeout: time.Duration(cfg.HTTPTimeout * float64(time.Second)), MaxRetries: cfg.MaxRetries, HTTP: &http.Client{}} // redirects are not followed (Client.httpClient)
 }
 
 // New loads the dataset and checks that the Lean server answers
@@ -662,9 +676,10 @@ func (e *Env) Render() string { return e.render }
 func (e *Env) Close() error { return nil }
 
 // textWrap is Python's textwrap.wrap(text, width) for break_on_hyphens
-// off: tabs expanded, each whitespace character a space, words split at
-// spaces (runs kept inside a line, dropped at line ends), words longer
-// than width split.
+// off: tabs expanded, each ASCII whitespace character a space, words split
+// at spaces (runs kept inside a line), words longer than width split. As
+// Python tests chunk.strip() == "", a chunk of any Unicode whitespace (a
+// no-break space between spaces) is dropped at a line's start or end.
 func textWrap(text string, width int) []string {
 	var exp strings.Builder
 	col := 0
@@ -701,7 +716,7 @@ func textWrap(text string, width int) []string {
 	for len(chunks) > 0 {
 		var cur []string
 		n := 0
-		if strings.TrimLeft(chunks[0], " ") == "" && len(lines) > 0 {
+		if pyStrip(chunks[0]) == "" && len(lines) > 0 {
 			chunks = chunks[1:]
 		}
 		for len(chunks) > 0 && n+rlen(chunks[0]) <= width {
@@ -715,7 +730,7 @@ func textWrap(text string, width int) []string {
 			cur = append(cur, string(r[:space]))
 			chunks[0] = string(r[space:])
 		}
-		if len(cur) > 0 && strings.TrimLeft(cur[len(cur)-1], " ") == "" {
+		if len(cur) > 0 && pyStrip(cur[len(cur)-1]) == "" {
 			cur = cur[:len(cur)-1]
 		}
 		if len(cur) > 0 {
@@ -731,7 +746,7 @@ func (e *Env) draw() string {
 	}
 	var b []string
 	b = append(b, fmt.Sprintf("Steps taken: %d/%d | accepted tactics: %d", e.steps, e.cfg.MaxSteps, len(e.accepted)), "", "Informal statement:")
-	if inf := textWrap(e.cur.Informal, 88); len(inf) > 0 {
+	if inf := textWrap(pyStrip(e.cur.Informal), 88); len(inf) > 0 {
 		for _, l := range inf {
 			b = append(b, "  "+l)
 		}
@@ -739,7 +754,11 @@ func (e *Env) draw() string {
 		b = append(b, "  (not provided)")
 	}
 	b = append(b, "", "Proof transcript:")
-	proof := strings.Split(strings.TrimSuffix(e.ProofText(e.accepted), "\n"), "\n")
+	// upstream: proof_text.rstrip("\n").splitlines(), the last 40 lines
+	proof := pystr.SplitLines(strings.TrimRight(e.ProofText(e.accepted), "\n"))
+	if len(proof) == 0 {
+		b = append(b, "  (empty proof)")
+	}
 	start := max(0, len(proof)-40)
 	w := max(3, len(fmt.Sprint(len(proof))))
 	if start > 0 {
@@ -751,6 +770,9 @@ func (e *Env) draw() string {
 	if len(e.log) > 0 {
 		b = append(b, "", "Proof log (latest 5 steps):")
 		from := max(0, len(e.log)-5)
+		if from > 0 {
+			b = append(b, fmt.Sprintf("  ... (%d earlier steps omitted)", from))
+		}
 		for i := from; i < len(e.log); i++ {
 			mark := "[✗ rejected]"
 			if e.log[i].accepted {

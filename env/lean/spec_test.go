@@ -260,6 +260,12 @@ func TestFormatMessagesSpec(t *testing.T) {
 		{map[string]any{"severity": "warning", "data": "  abcdefghij  "}, 8, "  01. [WARNING] abcde..."},
 		{map[string]any{"severity": "info", "data": "  abcdefgh  "}, 8, "  01. [INFO] abcdefgh"},
 		{map[string]any{"severity": "info"}, 0, "  01. [INFO]"},
+		// The "unsolved goals" test sees the truncated text (upstream).
+		{msg("error", "error: unsolved goals x"), 10, "  01. [ERROR 3:2] error: ..."},
+		// Limits below 3 cut as a Python slice text[:limit-3] does.
+		{map[string]any{"severity": "info", "data": "abcdef"}, 2, "  01. [INFO] abcde..."},
+		{map[string]any{"severity": "info", "data": "abcdef"}, 1, "  01. [INFO] abcd..."},
+		{map[string]any{"severity": "info", "data": " ab "}, 1, "  01. [INFO] ..."},
 	} {
 		if got := FormatMessages([]map[string]any{c.m}, "  ", c.limit); len(got) != 1 || got[0] != c.want {
 			t.Errorf("FormatMessages(%v) = %q, want %q", c.m, got, c.want)
@@ -336,6 +342,13 @@ func TestTextWrap(t *testing.T) {
 		{"  lead space words here", 10, []string{"  lead", "space", "words here"}},
 		{strings.Repeat("x", 25), 10, []string{"xxxxxxxxxx", "xxxxxxxxxx", "xxxxx"}},
 		{"", 88, nil},
+		// A chunk of Unicode whitespace is dropped at a line's end (Python
+		// tests chunk.strip() == ""), only once, and kept inside a line.
+		{strings.Repeat("w", 86) + " \u00a0 next", 88, []string{strings.Repeat("w", 86) + " ", "next"}},
+		{"word \u00a0", 88, []string{"word "}},
+		{"a \u3000 b", 88, []string{"a \u3000 b"}},
+		{"\u00a0 lead", 88, []string{"\u00a0 lead"}},
+		{strings.Repeat("x ", 43) + "\u3000 y", 88, []string{strings.Repeat("x ", 42) + "x \u3000", "y"}},
 	} {
 		if got := textWrap(c.in, c.width); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("textWrap(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
@@ -344,3 +357,111 @@ func TestTextWrap(t *testing.T) {
 }
 
 func osWriteFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// Upstream's httpx client does not follow redirects; raise_for_status
+// fails a 3xx reply, so every attempt fails (service-envs.md §3 "Request").
+func TestRedirectNotFollowed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/check" {
+			http.Redirect(w, r, "/other", http.StatusTemporaryRedirect)
+			return
+		}
+		w.Write([]byte(`{"results": [{"id": "x", "time": 0.1, "response": {}}]}`))
+	}))
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.ServerURL = srv.URL
+	c := NewClient(cfg)
+	c.wait = func(int) time.Duration { return time.Millisecond }
+	_, err := c.Check(context.Background(), "id", "code")
+	if err == nil || err.Error() != "Request failed after 3 retries" {
+		t.Fatalf("redirected reply used: %v", err)
+	}
+	if o := Interpret(Reply{}, err); o.Status != "server_error" || o.Accepted {
+		t.Errorf("%+v", o)
+	}
+	// A caller's own client is not followed either.
+	c.HTTP = &http.Client{}
+	if _, err := c.Check(context.Background(), "id", "code"); err == nil {
+		t.Error("redirect followed with a caller's client")
+	}
+}
+
+// tenacity's stop_after_attempt(n) stops only after a failed attempt, so
+// max_retries 0 still sends one request; its failure keeps the text.
+func TestMaxRetriesZeroMakesOneAttempt(t *testing.T) {
+	var calls, fail int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if fail > 0 {
+			http.Error(w, "busy", 503)
+			return
+		}
+		w.Write([]byte(`{"results": [{"id": "x", "time": 0.1, "response": {}}]}`))
+	}))
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.ServerURL, cfg.MaxRetries = srv.URL, 0
+	c := NewClient(cfg)
+	if r, err := c.Check(context.Background(), "id", "code"); err != nil || calls != 1 || len(r.Results) != 1 {
+		t.Fatalf("calls %d: %+v %v", calls, r, err)
+	}
+	fail = 1
+	if _, err := c.Check(context.Background(), "id", "code"); err == nil || err.Error() != "Request failed after 0 retries" || calls != 2 {
+		t.Errorf("calls %d: %v", calls, err)
+	}
+}
+
+// Upstream's render: the informal text is stripped before wrapping, the
+// proof log says how many earlier steps it leaves out, and the transcript
+// is proof_text.rstrip("\n").splitlines().
+func TestRenderUpstreamLayout(t *testing.T) {
+	th := []Theorem{{Body: "theorem t := by", Informal: "\n  Show that it holds.  "}}
+	unsolved := ok(map[string]any{"messages": []any{msg("error", "unsolved goals")}})
+	replies := make([]Reply, 7)
+	for i := range replies {
+		replies[i] = unsolved
+	}
+	e := newFake(t, th, func(c *Config) { c.DefaultImports, c.MaxSteps = "", 100 }, &script{replies: replies})
+	if v := e.Render(); !strings.Contains(v, "Informal statement:\n  Show that it holds.\n") {
+		t.Errorf("informal not stripped:\n%s", v)
+	}
+	for _, tac := range []string{"a", "b", "c", "d", "e", "b\r\nc", "g\n\n"} {
+		e.Step(context.Background(), env.Action{Text: tac})
+	}
+	v := e.Render()
+	for _, part := range []string{
+		"Proof log (latest 5 steps):\n  ... (2 earlier steps omitted)\n  03. c [✓ accepted]\n",
+		"    7 |   b\n    8 | c\n    9 |   g\n\nProof log", // \r\n is one break; trailing newlines all go
+	} {
+		if !strings.Contains(v, part) {
+			t.Errorf("render lacks %q:\n%s", part, v)
+		}
+	}
+}
+
+// Config values upstream accepts and plays with are accepted:
+// dataset_split "" (upstream: "train"), max_steps 0 (done after the first
+// step), request_timeout 0, max_retries -1 (one attempt), a negative
+// message_truncate_limit (no truncation).
+func TestLaxConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := osWriteFile(dir+"/train.jsonl", `{"formal_statement": "theorem t := by"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.DatasetNameOrPath, cfg.DatasetSplit = dir, ""
+	cfg.MaxSteps, cfg.RequestTimeout, cfg.MaxRetries, cfg.MessageTruncateLimit = 0, 0, -1, -1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Load(cfg)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("%+v %v", ts, err)
+	}
+	e := newFake(t, ts, func(c *Config) { *c = cfg }, &script{replies: []Reply{ok(map[string]any{"messages": []any{msg("error", "  unsolved goals  ")}})}})
+	r, _ := e.Step(context.Background(), env.Action{Text: "simp"})
+	if !r.Done || !near(r.Reward, -1.1) || r.Info["messages"].([]string)[0] != "  01. [UNSOLVED GOALS 3:2]   unsolved goals" {
+		t.Errorf("%+v", r)
+	}
+}

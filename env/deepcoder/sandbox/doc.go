@@ -13,7 +13,9 @@
 // be made: the IPC namespace allows no System V segments or queues (its
 // limits are 0 and /proc/sys is read-only), and a seccomp filter, in both
 // modes, refuses memfd_create, shmget, shmat and msgget; there is no
-// /dev/shm. Each test runs in a forked child under rlimits (CPU seconds,
+// /dev/shm. Functional tests' arguments are evaluated first, in one forked
+// child under the same limits (Report.ArgsError when they cannot be sent
+// as JSON). Each test runs in a forked child under rlimits (CPU seconds,
 // address space, file size, process count, open files) with its stdout
 // and stderr captured up to Config.OutputBytes. The whole run has a
 // wall-clock limit (Config.Timeout, upstream's 3 s for all tests); Go

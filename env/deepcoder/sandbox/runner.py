@@ -12,7 +12,10 @@
 # modes it first closes every inherited descriptor but 0-3, and a seccomp
 # filter refuses memfd_create and System V shared memory and queues.
 #
-# Each test runs in a forked child with rlimits (CPU, address space, file
+# First a forked child with the same limits evaluates the functional tests'
+# arguments and sends them back as JSON (upstream does this before its
+# child starts; an unserialisable argument fails the whole job). Then
+# each test runs in a forked child with rlimits (CPU, address space, file
 # size, process count, open files), its stdout and stderr captured through
 # pipes up to a byte cap. Expected outputs never enter the sandbox: the
 # runner reports what the program printed or returned and the Go side
@@ -248,57 +251,59 @@ def sandbox_rss():
 
 job = json.loads(sys.stdin.read())
 os.close(0)
-os.open("/dev/null", os.O_RDONLY)
+os.open("/dev/null", os.O_RDONLY)  # upstream's child has an empty stdin
 program = job["program"]
 func_name = job.get("func_name") or ""
 deadline = time.monotonic() + LIM["timeout_s"]
 cap = LIM["output_bytes"]
 import ast, io, traceback
 
-for i, test in enumerate(job["tests"]):
-    left = deadline - time.monotonic()
-    if left <= 0:
-        report({"test": i, "status": "timeout"})
-        break
-    inp = test["input"]
-    functional = test["functional"]
-    stdin_path = ("/tmp" if MODE == "ns" else ".") + "/.stdin-%d" % i
-    with open(stdin_path, "w") as f:
-        if not functional:
-            f.write(inp if isinstance(inp, str) else str(inp))  # upstream feeds str(input)
-    fds = [os.pipe() for _ in range(3)]  # stdout, stderr, result
+ARGS_CAP = 64 << 20  # bytes of JSON all functional arguments may take
+
+
+def kill_leftovers():
+    if MODE == "ns":
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything else in the namespace
+        except OSError:
+            pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+
+
+def prepare_args():
+    """Upstream prepares every test before its child starts: a functional
+    test's input string is eval'd line by line (any failing line: the whole
+    text is the one argument), a list gives one argument per element, and
+    json.dumps of the lot fails the step on an unserialisable value before
+    any test runs. The eval runs here in a forked child with the tests'
+    limits; it returns each functional test's arguments as JSON text, or
+    None after reporting why they cannot be prepared."""
+    idx = [i for i, t in enumerate(job["tests"]) if t["functional"]]
+    if not idx:
+        return {}
+    r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.setsid()
             os.close(REPORT)
-            for r, w in fds:
-                os.close(r)
-            fd = os.open(stdin_path, os.O_RDONLY)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            os.dup2(fd, 0)
-            os.dup2(fds[0][1], 1)
-            os.dup2(fds[1][1], 2)
-            resfd = fds[2][1]
-            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-            if not functional:  # upstream: an in-memory text stream (no .buffer)
-                sys.stdin = io.StringIO(sys.stdin.read())
-            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
-            set_limits(int(left) + 1)
-            import builtins
-            builtins.exit = builtins.quit = sys.exit  # site's exit()/quit() (the runner runs with -S)
-
-            def mark(kind, text):
-                # The exception channel: "<text>\x01<kind>", kinds "exc"
-                # (repr, caught as upstream catches Exception), "crash"
-                # (uncaught upstream: traceback), "notfound", "exit", "args".
-                os.write(fds[1][1], ("\n\x00EXC\x00" + text[:4000] + "\x01" + kind).encode())
-
-            if functional:
-                # Upstream: args are eval'd expressions (any failing line:
-                # the whole text as one argument), sent as JSON.
-                if isinstance(inp, str):
+            os.close(r)
+            null = os.open("/dev/null", os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            set_limits(int(max(deadline - time.monotonic(), 0)) + 1)
+            texts = []
+            res = None
+            for i in idx:
+                t = job["tests"][i]
+                inp = t.get("input")
+                if "args" in t:  # the argument list as JSON text (Python's dialect)
+                    args = json.loads(t["args"])
+                elif isinstance(inp, str):
                     lines = [l for l in inp.strip().splitlines() if l.strip()]
                     try:
                         args = [eval(l, {}) for l in lines]
@@ -309,43 +314,189 @@ for i, test in enumerate(job["tests"]):
                 else:
                     args = [inp]
                 try:
-                    args = json.loads(json.dumps(args))
+                    texts.append(json.dumps(args))
                 except Exception as e:
-                    mark("args", repr(e))
-                    os._exit(3)
+                    res = {"error": repr(e), "test": i}
+                    break
+            if res is None:
+                res = {"args": dict(zip(map(str, idx), texts))}
+            data = json.dumps(res).encode()
+        except BaseException as e:
+            try:
+                data = json.dumps({"error": "preparing the arguments raised " + repr(e), "test": idx[0]}).encode()
+            except BaseException:
+                os._exit(1)
+        while data:
+            data = data[os.write(w, data[:65536]):]
+        os._exit(0)
+    os.close(w)
+    buf, why = bytearray(), None
+    while True:
+        rem = deadline - time.monotonic()
+        if rem <= 0:
+            why = "timeout"
+            break
+        ready, _, _ = select.select([r], [], [], min(rem, 0.05))
+        if not ready:
+            continue
+        chunk = os.read(r, 1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+        if len(buf) > ARGS_CAP:
+            why = "too_large"
+            break
+    os.close(r)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    _, st = os.waitpid(pid, 0)
+    kill_leftovers()
+    if why == "timeout":
+        report({"test": 0, "status": "timeout"})
+        return None
+    if why == "too_large":
+        report({"args_error": "the arguments take more than %d bytes as JSON" % ARGS_CAP, "test": idx[0]})
+        return None
+    try:
+        res = json.loads(bytes(buf))
+    except ValueError:
+        how = "signal %d" % os.WTERMSIG(st) if os.WIFSIGNALED(st) else "exit status %d" % os.WEXITSTATUS(st)
+        report({"args_error": "preparing the arguments died (%s)" % how, "test": idx[0]})
+        return None
+    if "error" in res:
+        report({"args_error": res["error"], "test": res["test"]})
+        return None
+    return {int(k): v for k, v in res["args"].items()}
+
+
+ARGS = prepare_args()
+if ARGS is None:
+    report({"finished": True})
+    sys.exit(0)
+
+for i, test in enumerate(job["tests"]):
+    left = deadline - time.monotonic()
+    if left <= 0:
+        report({"test": i, "status": "timeout"})
+        break
+    inp = test.get("input")
+    functional = test["functional"]
+    fds = [os.pipe() for _ in range(3)]  # stdout, stderr, result
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.close(REPORT)
+            for r, w in fds:
+                os.close(r)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            os.dup2(fds[0][1], 1)
+            os.dup2(fds[1][1], 2)
+            resfd = fds[2][1]
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+            if not functional:
+                # upstream: io.StringIO(str(input)): no .buffer, and "\r"
+                # is kept (no universal newlines)
+                sys.stdin = io.StringIO(inp if isinstance(inp, str) else str(inp))
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+            set_limits(int(left) + 1)
+            import builtins
+            builtins.exit = builtins.quit = sys.exit  # site's exit()/quit() (the runner runs with -S)
+
+            def mark(kind, text):
+                # The outcome channel, after what the program wrote to
+                # stderr: "<text>\x01<kind>", kinds "ok" (finished), "exc"
+                # (repr, caught as upstream catches Exception), "crash"
+                # (uncaught upstream: traceback), "notfound", "exit". The
+                # runner takes the last mark.
+                os.write(fds[1][1], ("\n\x00EXC\x00" + text[:4000] + "\x01" + kind).encode())
+
+            def write_result(b):
+                while b:
+                    b = b[os.write(resfd, b[:65536]):]
+
+            if functional:
+                args = json.loads(ARGS[i])
                 g = {"__builtins__": __builtins__}  # no __name__: __main__ guards do not run
+                real = sys.stdout, sys.stderr
                 try:
-                    exec(compile(program, "<solution>", "exec"), g)
-                    fn = getattr(g["Solution"](), func_name) if "Solution" in g else g.get(func_name)
+                    # upstream: exec under redirect_stdout/stderr into
+                    # StringIOs that are closed afterwards
+                    with io.StringIO() as bo, io.StringIO() as be:
+                        sys.stdout, sys.stderr = bo, be
+                        try:
+                            exec(compile(program, "<string>", "exec"), g)
+                        finally:
+                            sys.stdout, sys.stderr = real
+                    if "Solution" in g:
+                        fn = getattr(g["Solution"](), func_name)
+                    elif func_name in g:
+                        fn = g[func_name]
+                    else:
+                        mark("notfound", "Function not found")
+                        os._exit(3)
                 except SystemExit:
                     raise
                 except BaseException:
                     mark("crash", traceback.format_exc())
                     os._exit(3)
-                if fn is None:
-                    mark("notfound", "Function not found")
+                try:
+                    result = fn(*args)
+                except Exception as e:
+                    mark("exc", repr(e))
                     os._exit(3)
-                out = str(fn(*args)).encode()
-                while out:
-                    out = out[os.write(resfd, out[:65536]):]
+                try:
+                    text = str(result)
+                except SystemExit:
+                    raise
+                except BaseException:  # upstream: raised in its main loop
+                    mark("crash", traceback.format_exc())
+                    os._exit(3)
+                write_result(text.encode())
             else:
                 g = {"__name__": "__main__", "__builtins__": __builtins__}
-                exec(compile(program, "<solution>", "exec"), g)
+                exec(compile(program, "<string>", "exec"), g)
             sys.stdout.flush()
+            mark("ok", "")
             os._exit(0)
         except SystemExit as e:
+            # Python's exit status: None 0, an int its low byte (255 past
+            # 64 bits), anything else 1 after printing str(code) to stderr.
+            st, msg = 0, ""
+            try:
+                c = e.code
+                if c is None:
+                    pass
+                elif isinstance(c, int):
+                    st = c & 0xFF if -(1 << 63) <= c < (1 << 63) else 0xFF
+                else:
+                    st, msg = 1, str(c) + "\n"
+            except BaseException:
+                st = 1
             try:
                 sys.stdout.flush()
-                c = e.code
-                mark("exit", json.dumps(c if c is None or isinstance(c, int) else str(c)))
             except BaseException:
                 pass
-            os._exit(0 if e.code in (None, 0) else 1)
+            try:
+                mark("exit", json.dumps({"status": st, "stderr": msg}))
+            except BaseException:
+                pass
+            os._exit(0 if st == 0 else 1)
         except Exception as e:
             try:
                 mark("exc", repr(e))
             except BaseException:
-                pass
+                try:
+                    mark("crash", traceback.format_exc())
+                except BaseException:
+                    pass
             os._exit(3)
         except BaseException:
             try:
@@ -408,30 +559,19 @@ for i, test in enumerate(job["tests"]):
             except OSError:
                 pass
             os.waitpid(pid, 0)
-    if MODE == "ns":
-        try:
-            os.kill(-1, signal.SIGKILL)  # everything else in the namespace
-        except OSError:
-            pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-        except ChildProcessError:
-            pass
+    kill_leftovers()
     for fd in open_fds:
         os.close(fd)
-    try:
-        os.unlink(stdin_path)
-    except OSError:
-        pass
     err = bytes(bufs[1][:cap])
     exc = None
     if b"\x00EXC\x00" in err:
-        err, _, e = err.partition(b"\n\x00EXC\x00")
+        err, _, e = err.rpartition(b"\n\x00EXC\x00")
         exc = e.decode("utf-8", "replace")
     out = {"test": i, "status": status or "done", "stdout": bytes(bufs[0][:cap]).decode("utf-8", "replace"),
            "stderr": err[-4000:].decode("utf-8", "replace"), "result": bytes(bufs[2][:cap]).decode("utf-8", "replace")}
-    if exc is not None:
+    if exc == "\x01ok":
+        out["completed"] = True
+    elif exc is not None:
         out["exception"] = exc
     if status is None and code is not None:
         if os.WIFSIGNALED(code):

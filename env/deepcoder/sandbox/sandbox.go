@@ -101,11 +101,15 @@ func (c Config) CheckPython() error {
 }
 
 // Test is one test case. Input is a string (stdin text, or for functional
-// tests one Python literal per line) or, for functional tests, a JSON
-// list of arguments.
+// tests one Python expression per line, evaluated in the sandbox) or, for
+// functional tests, a JSON list of arguments.
 type Test struct {
 	Input      any
 	Functional bool // call FuncName instead of feeding stdin
+	// Args, when not empty, is a functional test's argument list as JSON
+	// text in Python's dialect (NaN and ±Infinity allowed; 1.0 stays a
+	// float, object keys keep their order); it replaces Input.
+	Args string
 }
 
 // Job is a program and the inputs to run it on.
@@ -117,12 +121,18 @@ type Job struct {
 
 // Outcome of one test as the runner saw it.
 type Outcome struct {
-	Status    string // "done", "timeout", "output_limit", "memory_limit", "not_run"
-	Stdout    string
-	Stderr    string // last 4000 bytes
-	Result    string // functional tests: str(return value)
-	Exception string // "Type: message" of an uncaught exception, if any
-	Signal    int    // the test process died from this signal
+	Status string // "done", "timeout", "output_limit", "memory_limit", "not_run"
+	Stdout string
+	Stderr string // last 4000 bytes
+	Result string // functional tests: str(return value)
+	// Exception is how a test that did not complete ended:
+	// "<text>\x01<kind>", kind "exc" (text: the repr of an Exception),
+	// "crash" (a traceback), "notfound" or "exit" (text: {"status": the
+	// exit status, "stderr": what Python prints}); empty when the process
+	// ended without saying (os._exit, a fatal signal) or completed.
+	Exception string
+	Completed bool // the program (or function call) ran to its end
+	Signal    int  // the test process died from this signal
 	ExitCode  int
 }
 
@@ -132,7 +142,12 @@ type Report struct {
 	TimedOut bool      // the wall-clock budget ran out
 	Crashed  bool      // the runner itself died or was killed
 	Detail   string    // why, when Crashed
-	Elapsed  time.Duration
+	// ArgsError is set when a functional test's arguments cannot be
+	// prepared (upstream's json.dumps fails on them, e.g. a set): no test
+	// ran. ArgsTest is that test's index.
+	ArgsError string
+	ArgsTest  int
+	Elapsed   time.Duration
 }
 
 // Sandbox runs jobs. It is safe for concurrent use.
@@ -186,8 +201,9 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (Report, error) {
 }
 
 type wireTest struct {
-	Input      any  `json:"input"`
-	Functional bool `json:"functional"`
+	Input      any    `json:"input"`
+	Functional bool   `json:"functional"`
+	Args       string `json:"args,omitempty"`
 }
 
 type wireOutcome struct {
@@ -200,7 +216,9 @@ type wireOutcome struct {
 	Signal     int    `json:"signal"`
 	ExitCode   int    `json:"exit_code"`
 	Finished   bool   `json:"finished"`
+	Completed  bool   `json:"completed"`
 	SetupError string `json:"setup_error"`
+	ArgsError  string `json:"args_error"`
 }
 
 func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
@@ -214,6 +232,9 @@ func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
 			return Report{}, fmt.Errorf("sandbox: test %d: a stdin test needs a string input, got %T", i, t.Input)
 		}
 		tests[i] = wireTest{Input: t.Input, Functional: t.Functional}
+		if t.Functional && t.Args != "" {
+			tests[i] = wireTest{Input: nil, Functional: true, Args: t.Args}
+		}
 		if tests[i].Input == nil {
 			tests[i].Input = ""
 		}
@@ -315,11 +336,16 @@ func (s *Sandbox) run(ctx context.Context, job Job) (Report, error) {
 				return rep, fmt.Errorf("%w (setting up the isolated root: %s)", ErrNoNamespaces, w.SetupError)
 			}
 			return rep, fmt.Errorf("sandbox: setting up the isolated root failed: %s", w.SetupError)
+		case w.ArgsError != "":
+			rep.ArgsError = w.ArgsError
+			if w.Test != nil {
+				rep.ArgsTest = *w.Test
+			}
 		case w.Finished:
 			finished = true
 		case w.Test != nil && *w.Test >= 0 && *w.Test < len(rep.Outcomes):
 			rep.Outcomes[*w.Test] = Outcome{Status: w.Status, Stdout: w.Stdout, Stderr: w.Stderr, Result: w.Result,
-				Exception: w.Exception, Signal: w.Signal, ExitCode: w.ExitCode}
+				Exception: w.Exception, Completed: w.Completed, Signal: w.Signal, ExitCode: w.ExitCode}
 			if w.Status == "timeout" {
 				rep.TimedOut = true
 			}

@@ -344,3 +344,38 @@ func TestUnprivilegedUser(t *testing.T) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
+
+// Functional arguments are prepared before any test runs, as upstream
+// prepares them: Args text keeps floats, NaN and key order; an input
+// string is eval'd; an unserialisable value stops the job with ArgsError;
+// an endless expression uses up the budget.
+func TestArgsPrepared(t *testing.T) {
+	s := generous(t, ModeNamespaces)
+	tests := []Test{
+		{Args: `[1.0, NaN, {"b": 1, "a": 2}]`, Functional: true},
+		{Input: "1+1\n'x'", Functional: true},
+		{Input: "ab\r\n", Functional: false},
+	}
+	rep, err := s.Run(context.Background(), Job{Program: "import sys\ndef f(*a): return repr(a)\nif __name__ == '__main__': print(repr(sys.stdin.read()))", FuncName: "f", Tests: tests})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{rep.Outcomes[0].Result, rep.Outcomes[1].Result, rep.Outcomes[2].Stdout}
+	want := []string{"(1.0, nan, {'b': 1, 'a': 2})", "(2, 'x')", "'ab\\r\\n'\n"}
+	for i := range want {
+		if got[i] != want[i] || !rep.Outcomes[i].Completed || rep.Outcomes[i].Exception != "" {
+			t.Errorf("test %d: %q, want %q (%+v)", i, got[i], want[i], rep.Outcomes[i])
+		}
+	}
+	rep, err = s.Run(context.Background(), Job{Program: "print(1)", FuncName: "f", Tests: append(tests, Test{Input: "{1}", Functional: true})})
+	if err != nil || rep.ArgsError != "TypeError('Object of type set is not JSON serializable')" || rep.ArgsTest != 3 || rep.Outcomes[0].Status != "not_run" {
+		t.Errorf("set argument: %+v %v", rep, err)
+	}
+	rep, err = testSandbox(t, ModeNamespaces).Run(context.Background(), Job{Program: "print(1)", FuncName: "f", Tests: []Test{{Input: "sum(iter(int, 1))", Functional: true}}})
+	if err != nil || !rep.TimedOut {
+		t.Errorf("endless argument: %+v %v", rep, err)
+	}
+	if left := leftovers(t); len(left) > 0 {
+		t.Errorf("sandbox processes left on the host: %v", left)
+	}
+}
