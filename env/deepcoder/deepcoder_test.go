@@ -169,11 +169,11 @@ func TestPyJSON(t *testing.T) {
 		{[]any{int64(7), true, math.Inf(1)}, `[7, true, Infinity]`},
 		{[]string{"x"}, `["x"]`},
 	} {
-		if got, err := pyJSON(c.v); err != nil || got != c.want {
-			t.Errorf("pyJSON(%v) = %s, %v; want %s", c.v, got, err, c.want)
+		if got, err := pyjson.Dumps(c.v); err != nil || got != c.want {
+			t.Errorf("pyjson.Dumps(%v) = %s, %v; want %s", c.v, got, err, c.want)
 		}
 	}
-	if _, err := pyJSON(make(chan int)); err == nil || !strings.Contains(err.Error(), "cannot travel as JSON") {
+	if _, err := pyjson.Dumps(make(chan int)); err == nil || !strings.Contains(err.Error(), "cannot travel as JSON") {
 		t.Errorf("chan: %v", err)
 	}
 	// A functional test's arguments: a list spreads, anything else is one.
