@@ -145,7 +145,7 @@ func (e *Env) InternalSeed() int64 { return e.internalSeed }
 // Reset draws the arm names (envs.md §1): Generator(seed+internal_seed);
 // u1 picks pair floor(u1*len(pairs)); u2 < 0.5 puts the low arm at id 1.
 func (e *Env) Reset(_ context.Context, seed int64, _ env.Mode) (string, error) {
-	coin, err := pyrand.NewGenerator(seed + e.internalSeed)
+	coin, err := pyrand.NewGeneratorSum(seed, e.internalSeed)
 	if err != nil {
 		return "", fmt.Errorf("bandit: reset: %w", err)
 	}

@@ -2,6 +2,7 @@ package bandit
 
 import (
 	"context"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -132,6 +133,11 @@ func TestInvalidActionAndErrors(t *testing.T) {
 	}
 	if _, err := e.Reset(ctx, -5, env.ModeTrain); err == nil {
 		t.Error("negative seed: want error (NumPy rejects it)")
+	}
+	// seed + internal_seed is a Python int: past 2^63 it is still a seed
+	big, _ := NewWithInternalSeed(DefaultConfig(), 3)
+	if _, err := big.Reset(ctx, math.MaxInt64-1, env.ModeTrain); err != nil {
+		t.Errorf("seed 2^63-2 + internal 3: %v", err)
 	}
 }
 

@@ -104,10 +104,30 @@ func NewGenerator(seed int64) (*Generator, error) {
 	if seed < 0 {
 		return nil, fmt.Errorf("pyrand: generator seed %d: expected non-negative integer", seed)
 	}
+	return NewGeneratorUint64(uint64(seed)), nil
+}
+
+// NewGeneratorUint64 returns np.random.default_rng(seed) for any seed
+// below 2^64.
+func NewGeneratorUint64(seed uint64) *Generator {
 	g := &Generator{}
-	st := seedSequenceState(uint64(seed), 4)
+	st := seedSequenceState(seed, 4)
 	g.setSeed(st[0], st[1], st[2], st[3])
-	return g, nil
+	return g
+}
+
+// NewGeneratorSum returns np.random.default_rng(a + b) with the sum taken
+// as Python's unbounded ints (two int64 seeds may sum past 2^63); a
+// negative sum is NumPy's error.
+func NewGeneratorSum(a, b int64) (*Generator, error) {
+	if a >= 0 && b >= 0 {
+		return NewGeneratorUint64(uint64(a) + uint64(b)), nil // below 2^64
+	}
+	s := a + b // one is negative: no overflow; both negative: the sum is negative
+	if a < 0 && b < 0 || s < 0 {
+		return nil, fmt.Errorf("pyrand: generator seed %d + %d: expected non-negative integer", a, b)
+	}
+	return NewGeneratorUint64(uint64(s)), nil
 }
 
 // setSeed is pcg_setseq_128_srandom_r(initstate = s0:s1, initseq = i0:i1).

@@ -1,6 +1,7 @@
 package pyrand
 
 import (
+	"math"
 	"reflect"
 	"testing"
 )
@@ -170,6 +171,29 @@ func TestGeneratorMatchesNumPy(t *testing.T) {
 	g, _ = NewGenerator(12345)
 	if got, want := g.Random(), 0.22733602246716966; got != want {
 		t.Errorf("default_rng(12345).random() = %v, want %v", got, want)
+	}
+	// seeds past int64 (Python ints): default_rng(2**63 + 2) and (2**64 - 2)
+	for _, c := range []struct {
+		a, b int64
+		want float64
+	}{
+		{math.MaxInt64, 3, 0.43675137666779695}, {math.MaxInt64, math.MaxInt64, 0.22069353795661772}, {-3, 5, 0},
+	} {
+		g, err := NewGeneratorSum(c.a, c.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.want == 0 {
+			c.want = NewGeneratorUint64(2).Random()
+		}
+		if got := g.Random(); got != c.want {
+			t.Errorf("default_rng(%d + %d).random() = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+	for _, c := range [][2]int64{{-3, 2}, {math.MinInt64, -1}, {math.MinInt64, math.MaxInt64}} {
+		if _, err := NewGeneratorSum(c[0], c[1]); err == nil {
+			t.Errorf("default_rng(%d + %d): want NumPy's negative-seed error", c[0], c[1])
+		}
 	}
 	g, _ = NewGenerator(12345)
 	var ints []int64
