@@ -112,15 +112,7 @@ func FromEnvConfig(envConfig map[string]any) (*Env, error) {
 	if err := env.DecodeConfig(envConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("bandit: %w", err)
 	}
-	for _, k := range []string{"lo_arm_score", "hi_arm_loscore", "hi_arm_hiscore"} {
-		switch envConfig[k].(type) {
-		case int, int64:
-			if cfg.IntScores == nil {
-				cfg.IntScores = map[string]bool{}
-			}
-			cfg.IntScores[k] = true
-		}
-	}
+	cfg.IntScores = env.IntKeys(envConfig, "lo_arm_score", "hi_arm_loscore", "hi_arm_hiscore")
 	return New(cfg)
 }
 

@@ -34,6 +34,9 @@ type Config struct {
 	// UseLogReward returns 0.1·log2(raw+1) for merges and 0.0 otherwise,
 	// which erases the invalid-move penalty exactly as upstream does.
 	UseLogReward bool `yaml:"use_log_reward"`
+	// KeepInvalidPenalty (ours, off by default): with use_log_reward, a
+	// move that changes nothing returns the -0.1 penalty instead of 0.0.
+	KeepInvalidPenalty bool `yaml:"keep_invalid_penalty"`
 }
 
 // DefaultConfig returns upstream's defaults.
@@ -372,8 +375,11 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	res.Reward = raw
 	if e.cfg.UseLogReward {
 		res.Reward = 0.0
-		if raw > 0 {
+		switch {
+		case raw > 0:
 			res.Reward = log2(raw+1.0) * 0.1
+		case !moved && e.cfg.KeepInvalidPenalty:
+			res.Reward = InvalidActScore
 		}
 	}
 	info["grid"] = e.Grid()

@@ -99,14 +99,15 @@ func TestStepTable(t *testing.T) {
 		golden      string
 	}
 	tests := []struct {
-		name   string
-		logRew bool
-		grid   [][]int
-		score  int
-		action int
-		floats []float64
-		ints   []int
-		want   want
+		name    string
+		logRew  bool
+		keepPen bool // keep_invalid_penalty
+		grid    [][]int
+		score   int
+		action  int
+		floats  []float64
+		ints    []int
+		want    want
 	}{
 		{
 			// Left merges 2+2 (reward 4) and slides the two 4s; the spawn takes
@@ -131,6 +132,14 @@ func TestStepTable(t *testing.T) {
 			grid:   [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 			action: Up,
 			want: want{reward: 0.0, grid: [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
+				raw: -0.1, mask: []bool{false, true, true, false}, golden: "corner.golden"},
+		},
+		{
+			// keep_invalid_penalty (ours): the log reward keeps the -0.1.
+			name: "invalid log kept", logRew: true, keepPen: true,
+			grid:   [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
+			action: Up,
+			want: want{reward: -0.1, grid: [][]int{{2, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 				raw: -0.1, mask: []bool{false, true, true, false}, golden: "corner.golden"},
 		},
 		{
@@ -172,7 +181,7 @@ func TestStepTable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.UseLogReward = tc.logRew
+			cfg.UseLogReward, cfg.KeepInvalidPenalty = tc.logRew, tc.keepPen
 			rng := env.NewScripted(tc.floats, tc.ints)
 			e, err := NewFromState(cfg, tc.grid, tc.score, rng)
 			require.NoError(t, err)

@@ -45,10 +45,11 @@ type Config struct {
 	// embedded corpus (data/README.md).
 	CorpusPath string `yaml:"corpus_path"`
 
-	// which of retrieval_timeout, correct_reward and incorrect_reward
-	// were Python ints in env_config (FromEnvConfig): upstream keeps them
-	// ints, so the timeout message and the rewards print without ".0"
-	timeoutInt, correctInt, incorrectInt bool
+	// IntValues names the fields given as Python ints in env_config
+	// ("retrieval_timeout", "correct_reward", "incorrect_reward"):
+	// upstream keeps them ints, so the timeout message and the rewards
+	// print without ".0". FromEnvConfig fills it from env_config.
+	IntValues map[string]bool `yaml:"-"`
 }
 
 // DefaultTrainPath is upstream's default train_path; when no file is there
@@ -271,19 +272,9 @@ func init() {
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
 	return env.FromConfig("search", DefaultConfig(), envConfig, func(c Config) (*Env, error) {
-		c.timeoutInt, c.correctInt, c.incorrectInt = isInt(envConfig["retrieval_timeout"]),
-			isInt(envConfig["correct_reward"]), isInt(envConfig["incorrect_reward"])
+		c.IntValues = env.IntKeys(envConfig, "retrieval_timeout", "correct_reward", "incorrect_reward")
 		return New(c)
 	})
-}
-
-// isInt: v is an integer value (a YAML or override int), not a float.
-func isInt(v any) bool {
-	switch v.(type) {
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return true
-	}
-	return false
 }
 
 var (
@@ -327,7 +318,7 @@ func New(cfg Config) (*Env, error) {
 		r = Mock{}
 	case cfg.Retriever == "server":
 		sc := &ServerClient{URL: cfg.RetrievalServerURL, Timeout: time.Duration(cfg.RetrievalTimeout * float64(time.Second)),
-			TimeoutIsInt: cfg.timeoutInt}
+			TimeoutIsInt: cfg.IntValues["retrieval_timeout"]}
 		e.HealthErr = sc.Health(context.Background())
 		r = sc
 	default:
@@ -464,9 +455,9 @@ func (e *Env) score(ans string) Scoring {
 // incorrect_reward given as a Python int; correct_reward * F1 is a float.
 func (e *Env) rewardIsInt(s Scoring) bool {
 	if s.ExactMatch {
-		return e.cfg.correctInt
+		return e.cfg.IntValues["correct_reward"]
 	}
-	return s.F1Score < e.cfg.F1Threshold && e.cfg.incorrectInt
+	return s.F1Score < e.cfg.F1Threshold && e.cfg.IntValues["incorrect_reward"]
 }
 
 // Render returns the current observation.

@@ -32,6 +32,15 @@ type Config struct {
 	// puzzle generation: some 16×16 seeds would otherwise run for hours
 	// (upstream hangs on them); reset then fails with an error.
 	GenerateMaxSteps int `yaml:"generate_max_steps"`
+	// InvalidEndsAtMaxSteps (ours, off by default): an invalid action on or
+	// past step max_steps ends the episode too. Upstream ends it only on a
+	// placement (envs.md §6), so invalid actions can run past max_steps.
+	InvalidEndsAtMaxSteps bool `yaml:"invalid_ends_at_max_steps"`
+	// IntScores names the score fields given as Python ints in env_config
+	// ("correct_placement_score", "invalid_action_score",
+	// "completion_bonus"): upstream's sums of ints stay ints and print
+	// without ".0". FromEnvConfig fills it from env_config.
+	IntScores map[string]bool `yaml:"-"`
 }
 
 // maxNodes is the backtracking budget of one generation: far above what
@@ -113,7 +122,10 @@ func init() {
 // FromEnvConfig builds an env from env_config overrides (the registry's
 // factory: unknown keys are errors).
 func FromEnvConfig(envConfig map[string]any) (*Env, error) {
-	return env.FromConfig("sudoku", DefaultConfig(), envConfig, New)
+	return env.FromConfig("sudoku", DefaultConfig(), envConfig, func(c Config) (*Env, error) {
+		c.IntScores = env.IntKeys(envConfig, "correct_placement_score", "invalid_action_score", "completion_bonus")
+		return New(c)
+	})
 }
 
 // New builds an env that generates puzzles like upstream.
@@ -339,7 +351,8 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	// cells_filled, cells_remaining. Every numeric key becomes a metric, so
 	// the key sets matter.
 	invalid := func(errMsg string) env.Info {
-		res.Reward = e.cfg.InvalidActionScore
+		res.Reward, res.RewardIsInt = e.cfg.InvalidActionScore, e.cfg.IntScores["invalid_action_score"]
+		res.Done = e.cfg.InvalidEndsAtMaxSteps && e.numSteps >= e.cfg.MaxSteps
 		return env.Info{"action_is_effective": false, "action_is_valid": false, "success": false, "error": errMsg}
 	}
 	p, err := ParseAction(a.Text, e.n)
@@ -365,7 +378,7 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 		e.grid[p.Row][p.Col] = p.Num
 		correct := e.solution[p.Row][p.Col] == p.Num
 		if correct {
-			res.Reward = e.cfg.CorrectPlacementScore
+			res.Reward, res.RewardIsInt = e.cfg.CorrectPlacementScore, e.cfg.IntScores["correct_placement_score"]
 			e.feedback = fmt.Sprintf("✓ Correct! Placed %d at (%d,%d)", p.Num, p.Row+1, p.Col+1)
 		} else {
 			res.Reward = e.cfg.CorrectPlacementScore * 0.5
@@ -374,6 +387,7 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 		solved := e.Solved()
 		if solved {
 			res.Reward += e.cfg.CompletionBonus
+			res.RewardIsInt = res.RewardIsInt && e.cfg.IntScores["completion_bonus"]
 			e.feedback += "\n🎉 Congratulations! Puzzle solved!"
 		}
 		res.Done = solved || e.numSteps >= e.cfg.MaxSteps

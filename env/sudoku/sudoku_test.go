@@ -306,6 +306,17 @@ func TestInvalidNeverEndsEpisode(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Done)
 	assert.Equal(t, -4, res.Info["steps_remaining"])
+
+	// invalid_ends_at_max_steps (ours): an invalid action at max_steps ends it.
+	cfg.InvalidEndsAtMaxSteps = true
+	e, err = NewFromPuzzle(cfg, puz4, sol4)
+	require.NoError(t, err)
+	for i := 1; i <= 2; i++ {
+		res, err := e.Step(context.Background(), env.Action{Text: "nonsense"})
+		require.NoError(t, err)
+		assert.Equal(t, i == 2, res.Done, "invalid step %d of 2", i)
+		assert.Equal(t, -0.1, res.Reward)
+	}
 }
 
 func TestConflictRender(t *testing.T) {
@@ -592,4 +603,40 @@ func TestEpisodesMatchReference(t *testing.T) {
 			require.JSONEq(t, string(want), string(got), "episode %d step %d", k, i)
 		}
 	}
+}
+
+// Scores given as ints in env_config stay Python ints upstream: an int
+// invalid_action_score and correct_placement_score print as ints, half a
+// score (valid but not the solution's number) is a float.
+func TestIntScores(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GridSize = 4
+	cfg.IntScores = env.IntKeys(map[string]any{"correct_placement_score": 1, "invalid_action_score": 0, "completion_bonus": 10.0},
+		"correct_placement_score", "invalid_action_score", "completion_bonus")
+	cfg.CorrectPlacementScore, cfg.InvalidActionScore = 1, 0
+	e, err := NewFromPuzzle(cfg, puz4, sol4)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		action string
+		reward float64
+		isInt  bool
+	}{
+		{"nonsense", 0, true},
+		{"place 2 at row 1 col 2", 1, true},    // the solution's number
+		{"place 1 at row 2 col 3", 1, true},    // the solution's number
+		{"place 4 at row 4 col 4", 0.5, false}, // valid now, not the solution's 1
+	} {
+		res, err := e.Step(context.Background(), env.Action{Text: c.action})
+		require.NoError(t, err)
+		assert.Equal(t, c.reward, res.Reward, c.action)
+		assert.Equal(t, c.isInt, res.RewardIsInt, c.action)
+	}
+	// FromEnvConfig fills IntScores from env_config's ints
+	e, err = FromEnvConfig(map[string]any{"grid_size": 4, "invalid_action_score": 0})
+	require.NoError(t, err)
+	_, err = e.Reset(context.Background(), 1, env.ModeTrain)
+	require.NoError(t, err)
+	res, err := e.Step(context.Background(), env.Action{Text: "nonsense"})
+	require.NoError(t, err)
+	assert.True(t, res.RewardIsInt)
 }
