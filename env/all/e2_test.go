@@ -2,6 +2,7 @@ package all
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func TestE2TagConfigs(t *testing.T) {
 		c := build(name).(*sudoku.Env).Config()
 		want := sudoku.DefaultConfig()
 		want.GridSize, want.Difficulty, want.RenderFormat, want.MaxSteps = 9, diff, "with_feedback", 81
-		if c != want {
+		if !reflect.DeepEqual(c, want) {
 			t.Errorf("%s: %+v, want %+v", name, c, want)
 		}
 	}
