@@ -64,3 +64,33 @@ func TestLibraryConfigsReportOnce(t *testing.T) {
 		t.Fatalf("the n_groups problem is reported %d times:\n%v", n, err)
 	}
 }
+
+// A key deleted with ~ takes upstream's code default, not base.yaml's
+// (filter.md §1, collapse.md §1): rollout_filter_value 0.25, empty-stop
+// 10, no collapse diagnostics; rollout_filter_type is required.
+func TestDeletedKeysTakeCodeDefaults(t *testing.T) {
+	tr, _, err := loadTree([]string{"model_path=tiny", "~actor_rollout_ref.rollout.rollout_filter_value",
+		"~actor_rollout_ref.rollout.rollout_filter_empty_stop_steps", "~collapse_detection"}, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, fc, cc, err := libraryConfigs(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc.Value != 0.25 || fc.EmptyStopSteps != 10 || cc.FirstTurnEnabled || cc.MultiTurnEnabled {
+		t.Errorf("filter value %v, empty-stop %d, collapse families %v/%v", fc.Value, fc.EmptyStopSteps, cc.FirstTurnEnabled, cc.MultiTurnEnabled)
+	}
+	tr, _, err = loadTree([]string{"model_path=tiny", "~actor_rollout_ref.rollout.rollout_filter_type"}, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, _, err := libraryConfigs(tr); err == nil || !strings.Contains(err.Error(), "rollout_filter_type is missing") {
+		t.Errorf("no rollout_filter_type: %v", err)
+	}
+	// with base.yaml's keys in place, base.yaml's values
+	tr, _, _ = loadTree([]string{"model_path=tiny"}, "base")
+	if _, _, fc, cc, err := libraryConfigs(tr); err != nil || fc.Value != 1 || fc.EmptyStopSteps != 5 || !cc.FirstTurnEnabled {
+		t.Errorf("base: %v %v %v %v", fc.Value, fc.EmptyStopSteps, cc.FirstTurnEnabled, err)
+	}
+}

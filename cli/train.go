@@ -93,10 +93,15 @@ func libraryConfigs(t *config.Tree) (ragen.Config, starpo.Config, filter.Config,
 	errs = append(errs, err)
 	sc := starpo.DefaultConfig()
 	errs = append(errs, t.DecodeLoose("", &sc))
-	fc := filter.DefaultConfig()
+	// A key deleted from the config (~key) takes upstream's code default,
+	// not base.yaml's (filter.md §1, collapse.md §1).
+	fc := filter.CodeDefaultConfig()
 	errs = append(errs, t.DecodeLoose("actor_rollout_ref.rollout", &fc))
 	fc.NumGroups, fc.GroupSize = rc.ESManager.Train.EnvGroups, rc.ESManager.Train.GroupSize
-	cc := collapse.DefaultConfig()
+	if !t.Has("actor_rollout_ref.rollout.rollout_filter_type") {
+		errs = append(errs, errors.New("actor_rollout_ref.rollout.rollout_filter_type is missing: upstream requires it (largest or smallest)"))
+	}
+	cc := collapse.CodeDefaultConfig()
 	if t.Has("collapse_detection") {
 		errs = append(errs, t.DecodeLoose("collapse_detection", &cc))
 	}

@@ -226,14 +226,18 @@ func matTensor(s *torch.Scope, m algo.Mat, idx []int, dtype torch.DType, dev tor
 // ceil(Σ tokens / budget) partitions balanced by token count (largest
 // first into the lightest partition; each partition keeps row order).
 // weights[k] is the factor the k-th micro-batch loss is scaled by before
-// backward: 1/grad_accum by count, rows/mini_batch_size by budget (veRL).
-func microBatches(mini []int, size int, budget int, tokens func(int) int) (parts [][]int, weights []float64, err error) {
+// backward (veRL): 1/grad_accum by count, grad_accum = miniSize/size;
+// rows/miniSize by budget. miniSize is the configured mini-batch size, so
+// a short mini-batch (the last of a batch it does not divide, or a
+// gradient-analysis bucket) weighs less, as upstream's does.
+func microBatches(mini []int, miniSize, size int, budget int, tokens func(int) int) (parts [][]int, weights []float64, err error) {
 	if budget <= 0 {
 		for lo := 0; lo < len(mini); lo += size {
 			parts = append(parts, mini[lo:min(lo+size, len(mini))])
 		}
+		accum := gradAccum(miniSize, size)
 		for range parts {
-			weights = append(weights, 1/float64(len(parts)))
+			weights = append(weights, 1/float64(accum))
 		}
 		return parts, weights, nil
 	}
@@ -263,7 +267,11 @@ func microBatches(mini []int, size int, budget int, tokens func(int) int) (parts
 	}
 	for p := range parts {
 		slices.Sort(parts[p])
-		weights = append(weights, float64(len(parts[p]))/float64(len(mini)))
+		weights = append(weights, float64(len(parts[p]))/float64(max(miniSize, 1)))
 	}
 	return parts, weights, nil
 }
+
+// gradAccum is veRL's gradient_accumulation: ppo_mini_batch_size //
+// ppo_micro_batch_size_per_gpu (at least 1).
+func gradAccum(miniSize, microSize int) int { return max(miniSize/max(microSize, 1), 1) }

@@ -70,19 +70,27 @@ func TestAdjustBatch(t *testing.T) {
 }
 
 func TestMicroBatches(t *testing.T) {
-	parts, w, err := microBatches([]int{0, 1, 2, 3, 4, 5}, 2, 0, nil)
+	parts, w, err := microBatches([]int{0, 1, 2, 3, 4, 5}, 6, 2, 0, nil)
 	require.NoError(t, err)
 	assert.Equal(t, [][]int{{0, 1}, {2, 3}, {4, 5}}, parts)
 	assert.Equal(t, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, w)
+	// A short mini-batch (4 rows of a configured 8) keeps 1/grad_accum =
+	// 1/4 per micro-batch, as veRL's: its gradient is half a full one's.
+	parts, w, err = microBatches([]int{0, 1, 2, 3}, 8, 2, 0, nil)
+	require.NoError(t, err)
+	assert.Equal(t, [][]int{{0, 1}, {2, 3}}, parts)
+	assert.Equal(t, []float64{0.25, 0.25}, w)
 	// Token budget 7 over lengths [5 3 3 2 1] (Σ14 → 2 parts); largest first
 	// into the lighter part: 5→A, 3→B, 3→B, 2→A, 1→B → A={0,3} (7), B={1,2,4} (7);
-	// weights = rows/mini = 2/5, 3/5.
+	// weights = rows/mini = 2/5, 3/5 (2/10, 3/10 of a configured 10).
 	lens := []int{5, 3, 3, 2, 1}
-	parts, w, err = microBatches([]int{0, 1, 2, 3, 4}, 1, 7, func(i int) int { return lens[i] })
+	parts, w, err = microBatches([]int{0, 1, 2, 3, 4}, 5, 1, 7, func(i int) int { return lens[i] })
 	require.NoError(t, err)
 	assert.Equal(t, [][]int{{0, 3}, {1, 2, 4}}, parts)
 	assert.Equal(t, []float64{0.4, 0.6}, w)
-	_, _, err = microBatches([]int{0}, 1, 4, func(int) int { return 5 })
+	_, w, _ = microBatches([]int{0, 1, 2, 3, 4}, 10, 1, 7, func(i int) int { return lens[i] })
+	assert.Equal(t, []float64{0.2, 0.3}, w)
+	_, _, err = microBatches([]int{0}, 1, 1, 4, func(int) int { return 5 })
 	assert.ErrorContains(t, err, "more than ppo_max_token_len_per_gpu=4")
 }
 

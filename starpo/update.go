@@ -292,12 +292,16 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 		ord := t.order(b.B, shuffle, step, epoch)
 		for lo := 0; lo < len(ord); lo += mini {
 			mb := ord[lo:min(lo+mini, len(ord))]
-			parts, weights, err := microBatches(mb, micro, budget, b.tokens)
+			parts, weights, err := microBatches(mb, mini, micro, budget, b.tokens)
 			if err != nil {
 				return nil, err
 			}
 			if globalTokenMean {
 				weights = tokenShareWeights(b.mask, parts, weights)
+			}
+			nMicro := len(parts) // the loss's divisor for logging: grad_accum by count
+			if budget <= 0 {
+				nMicro = gradAccum(mini, micro)
 			}
 			if err := torch.ZeroGrad(params); err != nil {
 				return nil, err
@@ -309,7 +313,7 @@ func (t *Trainer) updateLoop(b *rows, step int, params []*torch.Tensor, mini, mi
 					continue
 				}
 				if err := withScope(func(s *torch.Scope) error {
-					l, mt := loss(s, part, len(parts))
+					l, mt := loss(s, part, nMicro)
 					if s.Err() != nil {
 						return s.Err()
 					}
@@ -506,7 +510,7 @@ func (t *Trainer) gradientAnalysis(b *rows, met map[string]float64) error {
 					return err
 				}
 				mb := rowRange(lo, min(lo+a.PPOMiniBatchSize, sub.B))
-				parts, weights, err := microBatches(mb, a.PPOMicroBatchSizePerGPU, 0, sub.tokens)
+				parts, weights, err := microBatches(mb, a.PPOMiniBatchSize, a.PPOMicroBatchSizePerGPU, 0, sub.tokens)
 				if err != nil {
 					return err
 				}
