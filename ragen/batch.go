@@ -102,7 +102,7 @@ func (c *ContextManager) BuildBatch(outs []*EnvOutput) (*Batch, error) {
 	}
 	var samples []sample
 	mode := c.cfg.AgentProxy.ContextWindowMode
-	k := c.window()
+	k, limited := c.window()
 	for ei, o := range outs {
 		hist := trainingHistory(o.History)
 		var turns []Reward
@@ -137,8 +137,8 @@ func (c *ContextManager) BuildBatch(outs []*EnvOutput) (*Batch, error) {
 					continue
 				}
 				s := 0
-				if k > 0 {
-					s = max(0, t-k+1)
+				if limited {
+					s = max(0, t-k+1) // t+1 for k = 0: an empty window
 				}
 				l := c.multiTurn(o.Tag, hist[s:t+1], s, false, false)
 				if _, err := c.truncate(l, false); err != nil {

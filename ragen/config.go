@@ -134,7 +134,7 @@ type AgentProxyConfig struct {
 	// turn-level modes a batch row is one turn (TurnLevel) and the batch
 	// carries episode ids.
 	ContextWindowMode   string                    `yaml:"context_window_mode"`
-	MaxContextWindow    int                       `yaml:"max_context_window"` // k; ≤ 0 = unlimited
+	MaxContextWindow    int                       `yaml:"max_context_window"` // k; < 0 = unlimited, 0 = no earlier turns
 	MaxTurn             int                       `yaml:"max_turn"`           // model calls per episode
 	ActionSep           string                    `yaml:"action_sep"`
 	MaxActionsPerTurn   int                       `yaml:"max_actions_per_turn"`

@@ -113,3 +113,101 @@ func TestTruncation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, full, b.Messages[0])
 }
+
+// Spec §3.7, upstream's loop: `while too long and len(conversation) > 2`
+// where conversation is the list after the system message, so a
+// too-long [system, user, assistant] stays whole, and a longer one stops
+// at two messages after the system message.
+func TestCompatTruncationKeepsTwoAfterSystem(t *testing.T) {
+	cfg := testConfig(1, []string{"Line"}, []int{1})
+	m, _ := goldenHistory(t, cfg)
+	st := m.GetRolloutStates()
+	cfg.Rollout.MaxModelLen = 10 // nothing fits
+	cfg.Compat.Truncation = true
+	b, err := newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	var roles []string
+	for _, m := range b.Messages[0] {
+		roles = append(roles, m.Role)
+	}
+	// [u1,a1,u2] then a2 dropped: [sys, u3, a3]
+	assert.Equal(t, "system,user,assistant", strings.Join(roles, ","))
+}
+
+// Spec §3.3: max_context_window 0 is a window of no earlier turns (only a
+// negative k is unlimited): a single-turn prompt has no summary, and a
+// limited_multi_turn sample is [system, user("")].
+func TestContextWindowZero(t *testing.T) {
+	cfg := testConfig(1, []string{"Line"}, []int{1})
+	cfg.AgentProxy.MaxContextWindow = 0
+	cfg.AgentProxy.ContextWindowMode = ModeSingleTurn
+	m, _ := goldenHistory(t, cfg)
+	st := m.GetRolloutStates()
+	cm := newCM(t, cfg)
+	p, err := cm.prompt(st[0])
+	require.NoError(t, err)
+	assert.NotContains(t, p.Text, "Summary:")
+	assert.Contains(t, p.Text, "(Turn 4):")
+	b, err := cm.BuildBatch(st)
+	require.NoError(t, err)
+	for _, ms := range b.Messages {
+		assert.NotContains(t, renderMessages(ms), "Summary:")
+	}
+
+	cfg.AgentProxy.ContextWindowMode = ModeLimitedMultiTurn
+	b, err = newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	require.Len(t, b.Messages, 3)
+	for _, ms := range b.Messages {
+		require.Len(t, ms, 2)
+		assert.Equal(t, "user", ms[1].Role)
+		assert.Equal(t, "", ms[1].Content)
+	}
+
+	cfg.AgentProxy.MaxContextWindow = -1 // unlimited
+	cfg.AgentProxy.ContextWindowMode = ModeSingleTurn
+	p, err = newCM(t, cfg).prompt(st[0])
+	require.NoError(t, err)
+	assert.Contains(t, p.Text, "Summary: 3 step(s) completed so far.")
+}
+
+// Spec §3.3/§3.5, upstream's fitting of the single-turn window: an
+// inference prompt is counted with its forced prefix, a training sample
+// with its reply and no generation prompt.
+func TestSingleTurnFitCountsWhatIsUsed(t *testing.T) {
+	cfg := testConfig(1, []string{"Line"}, []int{1})
+	cfg.AgentProxy.ContextWindowMode = ModeSingleTurn
+	m, _ := goldenHistory(t, cfg)
+	st := m.GetRolloutStates()
+	cm := newCM(t, cfg)
+	p, err := cm.prompt(st[0])
+	require.NoError(t, err)
+	require.Contains(t, p.Text, "Summary: 3 step(s)")
+	// a limit one token short of the whole prompt (forced prefix included)
+	// drops a turn
+	n := len(cm.tok.Encode(p.Text))
+	cfg.Rollout.MaxModelLen = n - 1
+	p2, err := newCM(t, cfg).prompt(st[0])
+	require.NoError(t, err)
+	assert.Contains(t, p2.Text, "Showing the last 2 turn(s)")
+	cfg.Rollout.MaxModelLen = n
+	p3, err := newCM(t, cfg).prompt(st[0])
+	require.NoError(t, err)
+	assert.Equal(t, p.Text, p3.Text)
+
+	// training: turn 2's sample (one earlier turn) counted with its reply
+	cfg.Rollout.MaxModelLen = 1 << 20
+	b, err := newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	withReply, err := cm.countTokens(b.Messages[1], false)
+	require.NoError(t, err)
+	require.Contains(t, renderMessages(b.Messages[1]), "Summary: 1 step(s)")
+	cfg.Rollout.MaxModelLen = withReply - 1
+	b, err = newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	assert.NotContains(t, renderMessages(b.Messages[1]), "Summary:")
+	cfg.Rollout.MaxModelLen = withReply
+	b, err = newCM(t, cfg).BuildBatch(st)
+	require.NoError(t, err)
+	assert.Contains(t, renderMessages(b.Messages[1]), "Summary: 1 step(s)")
+}

@@ -58,7 +58,10 @@ var ErrFailureBudget = errors.New("failure budget exhausted")
 // env gets the seed it has in one rollout of the whole set (seed.val +
 // its group index), and records carry its env and group ids in that
 // layout, so the output equals one big rollout's for a deterministic
-// policy.
+// policy, except that reward normalisation (agent_proxy.reward_normalization)
+// with grouping batch or inductive and a method other than identity
+// normalises each chunk, one tag at a time, on its own; use Evaluate for
+// whole-set normalisation.
 //
 // newPolicy builds the policy of one chunk; lookup finds the chunk's envs
 // by (chunk-local) env id, for policies that look at them (the

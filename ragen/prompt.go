@@ -171,12 +171,11 @@ func (c *ContextManager) multiTurn(tag string, hist []HistoryEntry, off int, war
 	return l
 }
 
-// window returns k (max_context_window) or 0 for unlimited.
-func (c *ContextManager) window() int {
-	if k := c.cfg.AgentProxy.MaxContextWindow; k > 0 {
-		return k
-	}
-	return 0
+// window returns k (max_context_window) and whether it limits: a
+// negative k is unlimited; 0 limits to no earlier turns (spec §3.3).
+func (c *ContextManager) window() (int, bool) {
+	k := c.cfg.AgentProxy.MaxContextWindow
+	return k, k >= 0
 }
 
 // memoryContent is SimpleMemory's single-turn user message (spec §3.6):
@@ -236,20 +235,29 @@ func (c *ContextManager) memoryInput(tag string, hist []HistoryEntry, s, t, o in
 // start while the rendered prompt is longer than max_model_len.
 func (c *ContextManager) singleTurn(tag string, hist []HistoryEntry, t, o int, warn bool, reply *string) ([]tokenizer.Message, error) {
 	s := 0
-	if k := c.window(); k > 0 {
-		s = max(0, t-k+1)
+	if k, ok := c.window(); ok {
+		s = max(0, t-k+1) // t+1 for k = 0: no earlier turns
 	}
 	for {
-		msgs := []tokenizer.Message{{Role: "system", Content: c.system[tag]}, {Role: "user", Content: c.memoryContent(tag, hist, s, t, o, warn)}}
+		msgs := c.withReply([]tokenizer.Message{{Role: "system", Content: c.system[tag]}, {Role: "user", Content: c.memoryContent(tag, hist, s, t, o, warn)}}, reply)
 		if s >= t {
-			return c.withReply(msgs, reply), nil
+			return msgs, nil
 		}
-		n, err := c.countTokens(msgs, true)
+		// what is counted is what is used: an inference prompt with its
+		// generation prompt and forced prefix, a training sample with its
+		// reply and no generation prompt (upstream's fitting)
+		var n int
+		var err error
+		if reply == nil {
+			n, err = c.countText(msgs, true, c.forcedPrefix())
+		} else {
+			n, err = c.countTokens(msgs, false)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if n <= c.cfg.Rollout.MaxModelLen {
-			return c.withReply(msgs, reply), nil
+			return msgs, nil
 		}
 		s++
 	}
@@ -263,9 +271,21 @@ func (c *ContextManager) withReply(msgs []tokenizer.Message, reply *string) []to
 }
 
 func (c *ContextManager) countTokens(msgs []tokenizer.Message, genPrompt bool) (int, error) {
+	return c.countText(msgs, genPrompt, "")
+}
+
+// countText is the token count of the templated messages followed by
+// suffix, without the tokenizer's own special tokens (upstream counts
+// with add_special_tokens=False: Llama-3's template already writes its
+// BOS).
+func (c *ContextManager) countText(msgs []tokenizer.Message, genPrompt bool, suffix string) (int, error) {
 	text, err := c.tok.ApplyChatTemplate(msgs, genPrompt)
 	if err != nil {
 		return 0, fmt.Errorf("ragen: chat template: %w", err)
+	}
+	text += suffix
+	if e, ok := c.tok.(interface{ EncodeSpecial(string, bool) []int }); ok {
+		return len(e.EncodeSpecial(text, false)), nil
 	}
 	return len(c.tok.Encode(text)), nil
 }
@@ -279,7 +299,9 @@ func (c *ContextManager) truncate(l *msgList, genPrompt bool) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n <= c.cfg.Rollout.MaxModelLen || len(l.msgs) <= 2 {
+		// upstream stops when at most 2 messages after the system message
+		// are left
+		if n <= c.cfg.Rollout.MaxModelLen || len(l.msgs) <= 3 {
 			return dropped, nil
 		}
 		rest := l.msgs[1:]
@@ -340,7 +362,7 @@ func (c *ContextManager) prompt(o *EnvOutput) (Prompt, error) {
 		return Prompt{}, fmt.Errorf("empty history")
 	}
 	hist, off := o.History, 0
-	k := c.window()
+	k, _ := c.window()
 	mode := c.cfg.AgentProxy.ContextWindowMode
 	if mode != ModeFull && k > 0 && len(hist) > k {
 		off = len(hist) - k
