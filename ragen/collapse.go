@@ -2,6 +2,7 @@ package ragen
 
 import (
 	"fmt"
+	"ragen/internal/pystr"
 	"regexp"
 	"strings"
 )
@@ -30,7 +31,7 @@ func reasoningText(resp string) string {
 	for _, s := range specialStrings {
 		z = strings.ReplaceAll(z, s, "")
 	}
-	return pyStrip(z)
+	return pystr.Strip(z)
 }
 
 // Collapse builds the collapse-diagnostics data of the final env states

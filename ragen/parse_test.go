@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"ragen/internal/pystr"
 )
 
 func TestParseResponse(t *testing.T) {
@@ -79,7 +80,7 @@ func FuzzParseResponse(f *testing.F) {
 			t.Fatalf("%d actions > cap %d", len(actions), maxActions)
 		}
 		for _, a := range actions {
-			if a == "" || a != pyStrip(a) || strings.Contains(a, "||") {
+			if a == "" || a != pystr.Strip(a) || strings.Contains(a, "||") {
 				t.Fatalf("bad action %q", a)
 			}
 			if utf8.ValidString(raw) && !utf8.ValidString(a) {

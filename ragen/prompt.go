@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ragen/env"
+	"ragen/internal/pystr"
 	"ragen/llm/tokenizer"
 )
 
@@ -28,17 +29,6 @@ var (
 	thinkPattern  = regexp.MustCompile(`(?s)<think>(.*?)</think>[` + pySpace + `]*<answer>(.*?)</answer>`)
 	answerPattern = regexp.MustCompile(`(?s)<answer>(.*?)</answer>`)
 )
-
-func isPySpace(r rune) bool {
-	switch {
-	case r == '\t', r == '\n', r == '\v', r == '\f', r == '\r', r == ' ', r >= 0x1c && r <= 0x1f, r == 0x85:
-		return true
-	}
-	return pyZ(r)
-}
-
-// pyStrip is Python's str.strip().
-func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
 
 // ContextManager turns env histories into chat prompts, parses model output
 // into actions and builds training sequences (spec §3). One manager serves
@@ -422,13 +412,13 @@ func parseResponse(raw string, think bool, sep string, maxActions int) (string, 
 		answer = m[1]
 	}
 	for _, s := range specialStrings {
-		answer = pyStrip(strings.ReplaceAll(answer, s, ""))
-		thinkText = pyStrip(strings.ReplaceAll(thinkText, s, ""))
+		answer = pystr.Strip(strings.ReplaceAll(answer, s, ""))
+		thinkText = pystr.Strip(strings.ReplaceAll(thinkText, s, ""))
 	}
 	var actions []string
 	if sep != "" {
 		for _, a := range strings.Split(answer, sep) {
-			if a = pyStrip(a); a != "" {
+			if a = pystr.Strip(a); a != "" {
 				actions = append(actions, a)
 			}
 		}

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"ragen/env"
 	"ragen/env/deepcoder/sandbox"
 	"ragen/internal/pyrand"
+	"ragen/internal/pystr"
 )
 
 // Config is the env_config of a deepcoder tag: upstream's fields and
@@ -181,7 +181,7 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	if err := ctx.Err(); err != nil {
 		return env.StepResult{}, err
 	}
-	if strings.TrimFunc(a.Text, isPySpace) == "" {
+	if strings.TrimFunc(a.Text, pystr.IsSpace) == "" {
 		e.render = "Invalid action."
 		if e.cur.hasPrompt() {
 			e.render = e.cur.Question + "\n\nFeedback: Empty action"
@@ -232,6 +232,3 @@ func (e *Env) Close() error { return nil }
 
 // hasPrompt is upstream's truthiness test of the prompt in the render.
 func (p Problem) hasPrompt() bool { return p.Question != "" && !p.falsyPrompt }
-
-// isPySpace is Python's str.isspace.
-func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }

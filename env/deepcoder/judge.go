@@ -39,7 +39,7 @@ func Program(starter, code string) string {
 	} else if strings.Contains(header, "class Solution") && strings.HasPrefix(body, "def ") {
 		lines := pystr.SplitLines(body)
 		for i, l := range lines {
-			if strings.TrimFunc(l, isPySpace) != "" {
+			if strings.TrimFunc(l, pystr.IsSpace) != "" {
 				lines[i] = "    " + l
 			} else {
 				lines[i] = ""
@@ -242,7 +242,7 @@ func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 			}
 			continue
 		}
-		got, want := strings.TrimFunc(o.Stdout, isPySpace), strings.TrimFunc(expected(t), isPySpace)
+		got, want := strings.TrimFunc(o.Stdout, pystr.IsSpace), strings.TrimFunc(expected(t), pystr.IsSpace)
 		if got == want {
 			ev.Passed++
 		} else {
@@ -263,7 +263,7 @@ func Judge(p Problem, rep sandbox.Report) (Evaluation, error) {
 // upstream would trust; ragen does not take a verdict from what the
 // program printed and reports the output as malformed.
 func malformed(stdout string) string {
-	s := strings.TrimFunc(stdout, isPySpace)
+	s := strings.TrimFunc(stdout, pystr.IsSpace)
 	if lines := pystr.SplitLines(s); len(lines) > 0 {
 		if v, err := pyjson.Decode(lines[len(lines)-1]); err == nil {
 			if _, ok := v.(*pyjson.Object); !ok {

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"ragen/env"
 	"ragen/env/countdown/parquet"
@@ -80,10 +79,6 @@ type Theorem struct {
 
 var declKeywords = []string{"theorem", "lemma", "def", "example", "instance"}
 
-func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
-
-func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
-
 // SplitStatement splits a formal statement as upstream does: before the
 // body, lines starting with "import" (after stripping; a prefix test, so
 // "importantLemma" counts) are imports and other lines preamble; the body
@@ -95,7 +90,7 @@ func SplitStatement(formal string) (imports, preamble, body string) {
 	var imp, pre, bod []string
 	started := false
 	for _, line := range pystr.SplitLines(formal) {
-		s := pyStrip(line)
+		s := pystr.Strip(line)
 		switch {
 		case started:
 			bod = append(bod, line)
@@ -108,7 +103,7 @@ func SplitStatement(formal string) (imports, preamble, body string) {
 			pre = append(pre, line)
 		}
 	}
-	join := func(l []string) string { return pyStrip(strings.Join(l, "\n")) }
+	join := func(l []string) string { return pystr.Strip(strings.Join(l, "\n")) }
 	return join(imp), join(pre), join(bod)
 }
 
@@ -133,7 +128,7 @@ func (c *columns) add(n string) {
 func theoremOf(i int, get func(string) (any, bool)) (Theorem, bool) {
 	fs, _ := get("formal_statement")
 	f, ok := fs.(string)
-	if !ok || pyStrip(f) == "" {
+	if !ok || pystr.Strip(f) == "" {
 		return Theorem{}, false
 	}
 	t := Theorem{Name: fmt.Sprintf("hf_%d", i)}
@@ -157,7 +152,7 @@ func ReadJSONL(r io.Reader) ([]Theorem, []string, error) {
 	var cols columns
 	i := 0
 	err := env.ForEachLine(r, 64<<20, func(b []byte) error {
-		if pyStrip(string(b)) == "" {
+		if pystr.Strip(string(b)) == "" {
 			return nil
 		}
 		v, err := pyjson.Decode(string(b))
@@ -414,7 +409,7 @@ func FormatMessages(msgs []map[string]any, indent string, truncate int) []string
 		if len(locs) > 0 {
 			sev += " " + strings.Join(locs, " → ")
 		}
-		out[i] = strings.TrimRightFunc(fmt.Sprintf("%s%02d. [%s] %s", indent, i+1, sev, text), isPySpace)
+		out[i] = strings.TrimRightFunc(fmt.Sprintf("%s%02d. [%s] %s", indent, i+1, sev, text), pystr.IsSpace)
 	}
 	return out
 }
@@ -423,7 +418,7 @@ func FormatMessages(msgs []map[string]any, indent string, truncate int) []string
 // text, cut to text[:limit-3] + "..." when longer than limit (a Python
 // slice: for limits 1 and 2 the end counts back from the text's end).
 func truncateText(text string, limit int) string {
-	r := []rune(pyStrip(text))
+	r := []rune(pystr.Strip(text))
 	if len(r) <= limit {
 		return string(r)
 	}
@@ -569,7 +564,7 @@ func (e *Env) ProofText(tactics []string) string {
 		imp = e.cfg.DefaultImports
 	}
 	if imp != "" {
-		lines = append(lines, pystr.SplitLines(pyStrip(imp))...)
+		lines = append(lines, pystr.SplitLines(pystr.Strip(imp))...)
 		lines = append(lines, "")
 	}
 	if th.Preamble != "" {
@@ -580,7 +575,7 @@ func (e *Env) ProofText(tactics []string) string {
 		lines = append(lines, pystr.SplitLines(th.Body)...)
 	}
 	for _, t := range tactics {
-		if pyStrip(t) != "" {
+		if pystr.Strip(t) != "" {
 			lines = append(lines, "  "+t)
 		}
 	}
@@ -716,7 +711,7 @@ func textWrap(text string, width int) []string {
 	for len(chunks) > 0 {
 		var cur []string
 		n := 0
-		if pyStrip(chunks[0]) == "" && len(lines) > 0 {
+		if pystr.Strip(chunks[0]) == "" && len(lines) > 0 {
 			chunks = chunks[1:]
 		}
 		for len(chunks) > 0 && n+rlen(chunks[0]) <= width {
@@ -730,7 +725,7 @@ func textWrap(text string, width int) []string {
 			cur = append(cur, string(r[:space]))
 			chunks[0] = string(r[space:])
 		}
-		if len(cur) > 0 && pyStrip(cur[len(cur)-1]) == "" {
+		if len(cur) > 0 && pystr.Strip(cur[len(cur)-1]) == "" {
 			cur = cur[:len(cur)-1]
 		}
 		if len(cur) > 0 {
@@ -746,7 +741,7 @@ func (e *Env) draw() string {
 	}
 	var b []string
 	b = append(b, fmt.Sprintf("Steps taken: %d/%d | accepted tactics: %d", e.steps, e.cfg.MaxSteps, len(e.accepted)), "", "Informal statement:")
-	if inf := textWrap(pyStrip(e.cur.Informal), 88); len(inf) > 0 {
+	if inf := textWrap(pystr.Strip(e.cur.Informal), 88); len(inf) > 0 {
 		for _, l := range inf {
 			b = append(b, "  "+l)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode"
 
 	"ragen/env"
 	"ragen/internal/pyrand"
@@ -49,17 +48,13 @@ func ExtractAnswer(response string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return strings.TrimFunc(after, isPySpace), true
+	return strings.TrimFunc(after, pystr.IsSpace), true
 }
-
-// isPySpace is Python's str.isspace (what re's \s matches in str
-// patterns): Unicode White_Space plus the separators U+001C–U+001F.
-func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
 
 // Normalize lowercases s and deletes all whitespace.
 func Normalize(s string) string {
 	return strings.Map(func(r rune) rune {
-		if isPySpace(r) {
+		if pystr.IsSpace(r) {
 			return -1
 		}
 		return r

@@ -9,19 +9,12 @@ import (
 	"ragen/internal/pystr"
 )
 
-// isPySpace is Python's str.isspace, which is also what re's \s matches
-// in str patterns.
-func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
-
 // isWord is what Python's re \w matches in str patterns: Unicode letters
 // and numbers, and the underscore.
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) || r == '_' }
 
-// pyStrip is Python's str.strip().
-func pyStrip(s string) string { return strings.TrimFunc(s, isPySpace) }
-
 // pyFields is Python's str.split() with no separator.
-func pyFields(s string) []string { return strings.FieldsFunc(s, isPySpace) }
+func pyFields(s string) []string { return strings.FieldsFunc(s, pystr.IsSpace) }
 
 const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" // Python's string.punctuation
 
@@ -137,7 +130,7 @@ func ScoreAnswer(answer string, truths []string, correct, incorrect, threshold f
 	s := Scoring{ExtractedAnswer: answer, GroundTruths: truths, F1Threshold: threshold}
 	na := Normalize(answer)
 	for _, gt := range truths {
-		g := pyStrip(gt)
+		g := pystr.Strip(gt)
 		if na == Normalize(g) {
 			s.F1Score, s.Precision, s.Recall, s.BestMatch, s.EvaluationMethod, s.ExactMatch = 1, 1, 1, g, "exact_match", true
 			break
@@ -198,7 +191,7 @@ func ExtractAnswer(text string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range t {
-		if isPySpace(r) {
+		if pystr.IsSpace(r) {
 			if !space {
 				b.WriteByte(' ')
 			}
@@ -208,29 +201,29 @@ func ExtractAnswer(text string) string {
 		space = false
 		b.WriteRune(r)
 	}
-	t = pyStrip(b.String())
+	t = pystr.Strip(b.String())
 	if t == "" {
 		return ""
 	}
 	if m := boxedRe.FindStringSubmatch(t); m != nil {
-		return pyStrip(m[1])
+		return pystr.Strip(m[1])
 	}
 	for _, re := range []*regexp.Regexp{bold2Re, bold1Re} {
 		for _, m := range re.FindAllStringSubmatch(t, -1) {
-			if x := pyStrip(m[1]); len([]rune(x)) > 2 && hasWord(x) {
+			if x := pystr.Strip(m[1]); len([]rune(x)) > 2 && hasWord(x) {
 				return x
 			}
 		}
 	}
 	for _, re := range []*regexp.Regexp{answerIsRe, thereRe} {
 		if m := re.FindStringSubmatch(t); m != nil {
-			if x := trimNonWord(pyStrip(m[1])); len([]rune(x)) > 3 {
+			if x := trimNonWord(pystr.Strip(m[1])); len([]rune(x)) > 3 {
 				return x
 			}
 		}
 	}
 	for _, s := range sentenceRe.Split(t, -1) {
-		if s = pyStrip(s); len([]rune(s)) > 5 {
+		if s = pystr.Strip(s); len([]rune(s)) > 5 {
 			return s
 		}
 	}
@@ -238,7 +231,7 @@ func ExtractAnswer(text string) string {
 	if len(r) > 100 {
 		r = r[:100]
 	}
-	return pyStrip(string(r))
+	return pystr.Strip(string(r))
 }
 
 // pyStr is Python's str() of a ground truth or server value.

@@ -18,6 +18,7 @@ import (
 	"ragen/env"
 	"ragen/env/countdown/parquet"
 	"ragen/env/internal/pyjson"
+	"ragen/internal/pystr"
 )
 
 // Config is the env_config of a search tag: upstream's fields and
@@ -393,7 +394,7 @@ func (e *Env) Step(ctx context.Context, a env.Action) (env.StepResult, error) {
 	}
 	e.steps++
 	limit := e.steps >= e.cfg.MaxSteps
-	act := pyStrip(a.Text)
+	act := pystr.Strip(a.Text)
 	kind, arg := dispatch(act)
 	res := env.StepResult{}
 	switch kind {

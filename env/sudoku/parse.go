@@ -37,15 +37,12 @@ var actionPatterns = func() []*regexp.Regexp {
 	return out
 }()
 
-// isPySpace is Python's str.isspace.
-func isPySpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
-
 // ParseAction reads an action for an n×n board. The three numbers are
 // (number, row, column) when the action contains "place" or "at" anywhere,
 // else (row, column, number); rows and columns are 1-based in the text.
 // Errors carry upstream's messages.
 func ParseAction(action string, n int) (Placement, error) {
-	a := pystr.Lower(strings.TrimFunc(action, isPySpace))
+	a := pystr.Lower(strings.TrimFunc(action, pystr.IsSpace))
 	var m []string
 	for _, re := range actionPatterns {
 		if m = re.FindStringSubmatch(a); m != nil {
