@@ -62,6 +62,14 @@ type Logger interface {
 	Close() error
 }
 
+// Resumer is an optional Logger method: after choosing the checkpoint to
+// resume from (or none), Fit reports its step (0 for none), so a logger
+// that keeps records across runs (track's JSONL and TensorBoard) drops
+// those of later steps.
+type Resumer interface {
+	Resumed(step int) error
+}
+
 // RolloutFunc runs one rollout; (*ragen.AgentProxy).RolloutWith has this
 // signature. The trainer passes an explicit seed for training rollouts
 // (seed.train advanced by env_groups per step), so that it can checkpoint
@@ -295,6 +303,13 @@ func (t *Trainer) Fit(ctx context.Context) (StopReason, error) {
 		return "", err
 	}
 	tr := t.cfg.Trainer
+	if r, ok := t.deps.Logger.(Resumer); ok && tr.ResumeMode != ResumeDisable {
+		// the logger opened before the checkpoint was chosen: it keeps only
+		// the records up to the step resumed from
+		if err := r.Resumed(t.st.Step); err != nil {
+			return "", fmt.Errorf("starpo: logger: %w", err)
+		}
+	}
 	t.totals.start = time.Now()
 	// Upstream checks val_only only after a val_before_train validation;
 	// with val_before_train false it trains normally.

@@ -559,6 +559,18 @@ func TestCheckpointExtraStateAndResumePath(t *testing.T) {
 	assert.Equal(t, 1, tr2.Step())
 	assert.Equal(t, 41, st2.n)
 
+	// Fit tells a Resumer logger the step it resumed from (the logger was
+	// opened before the checkpoint was chosen)
+	cfg.Trainer.TotalTrainingSteps = 1
+	rl := &resumeLogger{resumed: -1}
+	trR, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: proxy.RolloutWith, Filter: filter.DefaultConfig(), Logger: rl})
+	require.NoError(t, err)
+	defer trR.Close()
+	_, err = trR.Fit(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, rl.resumed)
+	cfg.Trainer.TotalTrainingSteps = 2
+
 	cfg.Trainer.ResumeFromPath = dir
 	tr3, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: proxy.RolloutWith, Filter: filter.DefaultConfig()})
 	require.NoError(t, err)
@@ -682,3 +694,11 @@ func TestGlobalTokenMeanOption(t *testing.T) {
 	assert.InDelta(t, whole, gradNorm(1, true), 1e-6*whole)
 	assert.Greater(t, math.Abs(gradNorm(1, false)-whole), 1e-4*whole, "upstream's per-micro-batch token-mean should differ")
 }
+
+// resumeLogger records the step Fit reports through Resumer.
+type resumeLogger struct {
+	recLogger
+	resumed int
+}
+
+func (r *resumeLogger) Resumed(step int) error { r.resumed = step; return nil }

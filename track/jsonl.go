@@ -76,6 +76,33 @@ func (j *JSONL) Log(step int, metrics map[string]float64) error {
 	return nil
 }
 
+// Resumed keeps only the records up to step, the step a trainer actually
+// resumed from (an older one than the file's newest after a resume_path or
+// a corrupt newest checkpoint; 0 when it started afresh), so that the
+// steps logged next do not repeat.
+func (j *JSONL) Resumed(step int) error {
+	if j.f == nil {
+		return ErrClosed
+	}
+	if err := j.f.Close(); err != nil {
+		return fmt.Errorf("track: jsonl: %w", err)
+	}
+	j.f = nil
+	if step <= 0 { // a fresh start: nothing of an earlier run stays (step 0's validation included)
+		if err := os.Truncate(j.path, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("track: jsonl: %w", err)
+		}
+	} else if err := Truncate(j.path, step); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(j.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("track: jsonl: %w", err)
+	}
+	j.f = f
+	return nil
+}
+
 // Close closes the file.
 func (j *JSONL) Close() error {
 	if j.f == nil {

@@ -2,6 +2,7 @@ package track
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,4 +262,38 @@ func BenchmarkJSONLLog(b *testing.B) {
 		}
 	}
 	b.ReportMetric(100, "metrics/op")
+}
+
+// Resumed: the trainer resumed from an older step than the file's newest
+// (resume_path, or a corrupt newest checkpoint): later records go, and
+// the next steps follow; Resumed(0) is a fresh start.
+func TestJSONLResumed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	j, err := OpenJSONL(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for s := 0; s <= 3; s++ {
+		j.Log(s, map[string]float64{"r": float64(s)})
+	}
+	if err := j.Resumed(1); err != nil {
+		t.Fatal(err)
+	}
+	j.Log(2, map[string]float64{"r": 20})
+	recs, _ := ReadJSONL(path)
+	var steps []int
+	for _, r := range recs {
+		steps = append(steps, r.Step)
+	}
+	if fmt.Sprint(steps) != "[0 1 2]" || recs[2].Data["r"] != 20 {
+		t.Errorf("after Resumed(1): %+v", recs)
+	}
+	if err := j.Resumed(0); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := ReadJSONL(path); len(recs) != 0 {
+		t.Errorf("after Resumed(0): %+v", recs)
+	}
+	var _ Resumer = Multi(j).(*multi)
 }

@@ -220,6 +220,29 @@ func (m *multi) Log(step int, metrics map[string]float64) error {
 	return errors.Join(errs...)
 }
 
+// Resumer is implemented by loggers whose earlier records depend on the
+// step a run resumed from (the JSONL file, TensorBoard events).
+type Resumer interface {
+	Resumed(step int) error
+}
+
+// Resumed passes the step a trainer resumed from to every backend that
+// keeps records across runs.
+func (m *multi) Resumed(step int) error {
+	if m.closed {
+		return ErrClosed
+	}
+	var errs []error
+	for _, l := range m.ls {
+		if r, ok := l.(Resumer); ok {
+			if err := r.Resumed(step); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (m *multi) Close() error {
 	if m.closed {
 		return nil

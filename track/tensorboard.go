@@ -111,6 +111,24 @@ func OpenTensorBoard(dir string, opt TensorBoardOptions) (*TensorBoard, error) {
 // Path returns the event file's path.
 func (t *TensorBoard) Path() string { return t.path }
 
+// Resumed writes a SessionLog START at step+1, so that TensorBoard drops
+// the earlier runs' events from that step on (the trainer resumed from
+// step; 0 when it started afresh).
+func (t *TensorBoard) Resumed(step int) error {
+	if t.f == nil {
+		return ErrClosed
+	}
+	if step < 0 {
+		return fmt.Errorf("track: tensorboard: negative resume step %d", step)
+	}
+	ev := appendEventHeader(nil, t.now(), int64(step)+1)
+	ev = appendBytesField(ev, 6, []byte{0x08, 0x01})
+	if _, err := t.f.Write(AppendTFRecord(nil, ev)); err != nil {
+		return fmt.Errorf("track: tensorboard: %w", err)
+	}
+	return nil
+}
+
 // Log writes one Event with a simple_value per metric.
 func (t *TensorBoard) Log(step int, metrics map[string]float64) error {
 	if t.f == nil {
