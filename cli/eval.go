@@ -207,22 +207,42 @@ func evalOptions(t *config.Tree, fl map[string]string, cfg ragen.Config) (ragen.
 	return opt, nil
 }
 
-// evalOutputPath is --out, or output.dir (default results/eval) with a
-// timestamped name.
+// evalOutputPath is --out, or upstream's output.*: output.dir (default
+// results/eval), output.filename's stem (default val_rollouts) with
+// "_YYYYmmdd_HHMMSS" when output.append_timestamp (default true), and the
+// extension .jsonl (pkl is Python-only).
 func evalOutputPath(t *config.Tree, out string) (string, error) {
+	return evalOutputPathAt(t, out, time.Now())
+}
+
+func evalOutputPathAt(t *config.Tree, out string, now time.Time) (string, error) {
 	if out == "" {
-		dir := "results/eval"
-		if t.Has("output.dir") {
-			if d, err := t.String("output.dir"); err == nil && d != "" {
-				dir = d
+		str := func(key, def string) string {
+			if t.Has(key) {
+				if v, err := t.String(key); err == nil && v != "" {
+					return v
+				}
 			}
+			return def
 		}
-		if t.Has("output.format") {
-			if f, _ := t.String("output.format"); f == "pkl" {
-				fmt.Fprintln(os.Stderr, "ragen: output.format=pkl is Python-only; writing JSONL with upstream's field names instead")
+		dir := str("output.dir", "results/eval")
+		if str("output.format", "jsonl") == "pkl" {
+			fmt.Fprintln(os.Stderr, "ragen: output.format=pkl is Python-only; writing JSONL with upstream's field names instead")
+		}
+		name := filepath.Base(str("output.filename", "val_rollouts"))
+		name = strings.TrimSuffix(name, filepath.Ext(name))
+		stamp := true
+		if t.Has("output.append_timestamp") {
+			b, err := t.Bool("output.append_timestamp")
+			if err != nil {
+				return "", fmt.Errorf("output.append_timestamp: %w", err)
 			}
+			stamp = b
 		}
-		out = filepath.Join(dir, filepath.Base(ragen.DefaultEvalOutputPath(time.Now(), "jsonl")))
+		if stamp {
+			name += "_" + now.Format("20060102_150405")
+		}
+		out = filepath.Join(dir, name+".jsonl")
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return "", err
@@ -333,6 +353,17 @@ func apiPolicy(t *config.Tree, f evalFlags) (ragen.Policy, error) {
 			var prov string
 			r.str(info+".provider_name", &prov)
 			r.str(info+".model_name", &c.Model)
+			if t.Has(info + ".generation_kwargs") {
+				kw, err := t.Get(info + ".generation_kwargs")
+				if err != nil {
+					return nil, err
+				}
+				m, ok := kw.(map[string]any)
+				if kw != nil && !ok {
+					return nil, fmt.Errorf("%s.generation_kwargs: want a mapping of sampling parameters, got %T", info, kw)
+				}
+				c.GenerationKwargs = m
+			}
 			p, ok := providers[prov]
 			if !ok && f.baseURL == "" {
 				return nil, fmt.Errorf("%s.provider_name=%q: known providers are anthropic, deepseek, openai, together (or pass --base-url)", info, prov)

@@ -33,7 +33,7 @@ var commands = []struct {
 	{"demo", "train a tiny agent on the CPU from scratch (what make demo runs)",
 		"ragen demo  [--out DIR] [--quick] [--cfg job] [key=value ...]\n" +
 			"ragen demo ragen2 [--out DIR] [--quick]   (RAGEN-2: filter vs no filter, collapse diagnostics)",
-		"  --cfg job              print the composed, validated config and exit (-c)\n" +
+		"  --cfg job              print the composed config and exit, building and checking nothing (-c)\n" +
 			"  --out DIR              where the run writes (default runs/demo; trainer.default_local_dir)\n" +
 			"  --quick                a short smoke run (fewer SFT and training steps, 32 validation envs)\n" +
 			"  ragen2                 the RAGEN-2 demo (config/demo_ragen2.yaml): SFT on input-dependent reasoning,\n" +
@@ -68,7 +68,7 @@ var commands = []struct {
 func configFlags(def string) string {
 	return "  --config-name NAME     the config to load (default " + def + "; -cn)\n" +
 		"  --config-path DIR      a folder of your own configs, searched before the embedded ones (-cp)\n" +
-		"  --cfg job              print the composed, validated config and exit (-c)\n"
+		"  --cfg job              print the composed config and exit, building and checking nothing (-c)\n"
 }
 
 const deviceFlag = "  --device D             cpu, cuda or cuda:N (default system.device, else cpu)\n"

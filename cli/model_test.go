@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ragen/torch"
 )
@@ -92,5 +94,29 @@ func TestDeletedKeysTakeCodeDefaults(t *testing.T) {
 	tr, _, _ = loadTree([]string{"model_path=tiny"}, "base")
 	if _, _, fc, cc, err := libraryConfigs(tr); err != nil || fc.Value != 1 || fc.EmptyStopSteps != 5 || !cc.FirstTurnEnabled {
 		t.Errorf("base: %v %v %v %v", fc.Value, fc.EmptyStopSteps, cc.FirstTurnEnabled, err)
+	}
+}
+
+// ragen eval's output path follows upstream's output.*: dir, the
+// filename's stem, a timestamp when append_timestamp, and .jsonl.
+func TestEvalOutputPath(t *testing.T) {
+	now := time.Date(2025, 3, 30, 14, 5, 9, 0, time.UTC)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		over []string
+		want string
+	}{
+		{nil, "val_rollouts_20250330_140509.jsonl"},
+		{[]string{"output.filename=mine.jsonl", "output.append_timestamp=false"}, "mine.jsonl"},
+		{[]string{"output.filename=runA.pkl"}, "runA_20250330_140509.jsonl"},
+	} {
+		tr, _, err := loadTree(append([]string{"output.dir=" + dir}, c.over...), "eval")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := evalOutputPathAt(tr, "", now)
+		if err != nil || got != filepath.Join(dir, c.want) {
+			t.Errorf("%v: %q %v, want %q", c.over, got, err, c.want)
+		}
 	}
 }

@@ -233,6 +233,16 @@ func runSweep(ctx context.Context, args []string, deviceFlag string, jobs int) e
 	for _, n := range p.Notices {
 		fmt.Fprintln(os.Stderr, "ragen: multirun:", n)
 	}
+	if p.cfgOnly() {
+		// --cfg job: print each job's config; no sweep folder, no summary
+		for i := range p.Jobs {
+			fmt.Printf("# multirun job %d: %s\n", p.Jobs[i].Num, strings.Join(p.Jobs[i].Overrides, " "))
+			if err := trainOnce(ctx, append(append([]string{}, p.Flags...), p.Jobs[i].Overrides...), deviceFlag, true); err != nil {
+				return fmt.Errorf("multirun: job %d: %w", p.Jobs[i].Num, err)
+			}
+		}
+		return nil
+	}
 	// every job's config is composed and validated before any job starts
 	for i := range p.Jobs {
 		t, _, err := loadTree(append(append([]string{}, p.Flags...), p.Jobs[i].Overrides...), "base")
@@ -520,3 +530,13 @@ func runLabel(j sweepJob, keys []string) string {
 
 // isMultirunFlag reports -m / --multirun.
 func isMultirunFlag(a string) bool { return a == "-m" || a == "--multirun" }
+
+// cfgOnly: the sweep's flags ask for --cfg job (print the configs only).
+func (p *sweepPlan) cfgOnly() bool {
+	for i, f := range p.Flags {
+		if (f == "--cfg" || f == "-c") && i+1 < len(p.Flags) || strings.HasPrefix(f, "--cfg=") || strings.HasPrefix(f, "-c=") {
+			return true
+		}
+	}
+	return false
+}

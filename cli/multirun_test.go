@@ -307,4 +307,9 @@ func TestMultirunCommandLineErrors(t *testing.T) {
 	require.ErrorContains(t, err, "multirun: job 1")
 	// Hydra's own keys in a single run: named, then ignored
 	require.NoError(t, run(ctx, []string{"train", "hydra.run.dir=/tmp/x", "hydra.job.chdir=True", "--cfg", "job"}))
+	// -m --cfg job prints the jobs' configs and leaves no sweep folder
+	dir := filepath.Join(t.TempDir(), "sweep")
+	require.NoError(t, run(ctx, []string{"train", "-m", "--cfg", "job", "hydra.sweep.dir=" + dir, "seed.train=1,2"}))
+	_, err = os.Stat(dir)
+	require.True(t, os.IsNotExist(err), "sweep folder: %v", err)
 }

@@ -22,7 +22,7 @@ type Batch struct {
 	LossMask         [][]int     // [B][L−1]
 	ResponseMask     [][]int     // [B][L−1]
 	RMScores         [][]float32 // [B][L−1] token-level scores (normalised)
-	OriginalRMScores [][]float32 // [B][L−1] copy of RMScores (post-normalisation, as upstream)
+	OriginalRMScores [][]float32 // [B][L−1] copy of RMScores (post-normalisation, as upstream; before it with Config.FilterRawScores)
 
 	EnvIDs     []int
 	GroupIDs   []int
@@ -166,6 +166,7 @@ func (c *ContextManager) BuildBatch(outs []*EnvOutput) (*Batch, error) {
 			scores[i] += float32(o.Penalty)
 		}
 	}
+	raw := append([]float32(nil), scores...)
 	if !(c.cfg.AgentProxy.UseTurnScores && mode == ModeFull) {
 		scores, err = normalizeScores(scores, outs, c.cfg.AgentProxy.RewardNormalization)
 		if err != nil {
@@ -205,7 +206,11 @@ func (c *ContextManager) BuildBatch(outs []*EnvOutput) (*Batch, error) {
 		b.ResponseMask = append(b.ResponseMask, resp)
 		b.LossMask = append(b.LossMask, loss)
 		b.RMScores = append(b.RMScores, score)
-		b.OriginalRMScores = append(b.OriginalRMScores, append([]float32(nil), score...))
+		orig := append([]float32(nil), score...)
+		if c.cfg.FilterRawScores {
+			_, _, orig = c.rowMasks(mt, rows[i], pad, s, raw[s.episode])
+		}
+		b.OriginalRMScores = append(b.OriginalRMScores, orig)
 	}
 	b.Metrics = batchMetrics(outs, c.cfg.envSet(c.mode), b.ResponseMask)
 	return b, nil

@@ -30,6 +30,12 @@ type Config struct {
 	EnableResponseMask bool `yaml:"enable_response_mask"`
 	// Compat switches individual upstream bugs back on (all false = sane).
 	Compat UpstreamCompat `yaml:"upstream_compat"`
+	// FilterRawScores (ragen_filter_raw_scores; default false = upstream,
+	// overview quirk 8): Batch.OriginalRMScores, which the rollout filter
+	// ranks groups by, hold the scores before reward normalisation, so
+	// variance filtering still tells groups apart after mean_std
+	// normalisation. Upstream copies the normalised scores.
+	FilterRawScores bool `yaml:"ragen_filter_raw_scores"`
 }
 
 // ESManagerConfig is es_manager.*.

@@ -211,3 +211,46 @@ func TestSingleTurnFitCountsWhatIsUsed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, renderMessages(b.Messages[1]), "Summary: 1 step(s)")
 }
+
+// ragen_filter_raw_scores (overview quirk 8): OriginalRMScores hold the
+// scores before reward normalisation; by default (upstream) they copy the
+// normalised RMScores.
+func TestFilterRawScores(t *testing.T) {
+	cfg := testConfig(1, []string{"Line"}, []int{1})
+	m, _ := goldenHistory(t, cfg)
+	base := m.GetRolloutStates()[0]
+	var outs []*EnvOutput
+	for i, r := range []float64{1, 3, 2, 2} {
+		o := *base
+		o.EnvID, o.GroupID, o.Penalty = i, i/2, 0
+		o.History = append([]HistoryEntry(nil), base.History...)
+		for k := range o.History {
+			if o.History[k].Acted {
+				o.History[k].Reward = Reward{}
+			}
+		}
+		o.History[0].Reward = Reward{Value: r}
+		outs = append(outs, &o)
+	}
+	sum := func(x []float32) float64 {
+		s := 0.0
+		for _, v := range x {
+			s += float64(v)
+		}
+		return s
+	}
+	cfg.AgentProxy.RewardNormalization = RewardNormalizationConfig{Grouping: "state", Method: "mean"}
+	b, err := newCM(t, cfg).BuildBatch(outs)
+	require.NoError(t, err)
+	for i, want := range []float64{-1, 1, 0, 0} {
+		assert.InDelta(t, want, sum(b.RMScores[i]), 1e-6)
+		assert.InDelta(t, want, sum(b.OriginalRMScores[i]), 1e-6) // upstream: normalised
+	}
+	cfg.FilterRawScores = true
+	b, err = newCM(t, cfg).BuildBatch(outs)
+	require.NoError(t, err)
+	for i, want := range []float64{1, 3, 2, 2} {
+		assert.InDelta(t, []float64{-1, 1, 0, 0}[i], sum(b.RMScores[i]), 1e-6)
+		assert.InDelta(t, want, sum(b.OriginalRMScores[i]), 1e-6)
+	}
+}

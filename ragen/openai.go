@@ -16,6 +16,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 )
 
 // OpenAIConfig configures OpenAIPolicy (model_config.* of upstream's
@@ -42,6 +43,12 @@ type OpenAIConfig struct {
 	// AllowTruncated is cut there (at a UTF-8 boundary) with finish reason
 	// "length".
 	MaxReplyTextBytes int `yaml:"max_reply_text_bytes"`
+	// GenerationKwargs, when set, are the request's sampling parameters
+	// instead of the rollout's (upstream's model_info.<m>.generation_kwargs,
+	// passed to the client as keyword arguments): temperature, top_p,
+	// max_tokens and max_completion_tokens set those fields; any other key
+	// is sent as is.
+	GenerationKwargs map[string]any `yaml:"generation_kwargs"`
 	// HTTPClient is used if set (tests); default http.DefaultClient.
 	HTTPClient *http.Client `yaml:"-"`
 }
@@ -232,9 +239,33 @@ func (p *OpenAIPolicy) one(ctx context.Context, r GenRequest) (Generation, error
 	if len(r.Sampling.Stop) > 0 {
 		params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: r.Sampling.Stop}
 	}
+	extra := map[string]any{}
 	if ids := r.Sampling.AllowedTokenIDs; len(ids) > 0 {
 		// vLLM's extra sampling parameter (OpenAI's API has none)
-		params.SetExtraFields(map[string]any{"allowed_token_ids": ids})
+		extra["allowed_token_ids"] = ids
+	}
+	maxNew := r.Sampling.MaxNewTokens
+	if kw := p.cfg.GenerationKwargs; len(kw) > 0 {
+		params.Temperature, params.TopP, params.MaxTokens = param.Opt[float64]{}, param.Opt[float64]{}, param.Opt[int64]{}
+		maxNew = 0
+		for k, v := range kw {
+			f, isNum := kwargNumber(v)
+			switch {
+			case k == "temperature" && isNum:
+				params.Temperature = openai.Float(f)
+			case k == "top_p" && isNum:
+				params.TopP = openai.Float(f)
+			case k == "max_tokens" && isNum:
+				params.MaxTokens, maxNew = openai.Int(int64(f)), int(f)
+			case k == "max_completion_tokens" && isNum:
+				params.MaxCompletionTokens, maxNew = openai.Int(int64(f)), int(f)
+			default:
+				extra[k] = v
+			}
+		}
+	}
+	if len(extra) > 0 {
+		params.SetExtraFields(extra)
 	}
 	for _, m := range r.Messages {
 		switch m.Role {
@@ -270,7 +301,7 @@ func (p *OpenAIPolicy) one(ctx context.Context, r GenRequest) (Generation, error
 			}
 			backoff = min(2*backoff, p.cfg.MaxBackoff)
 		}
-		g, err := p.attempt(ctx, params, p.textCap(r.Sampling.MaxNewTokens))
+		g, err := p.attempt(ctx, params, p.textCap(maxNew))
 		if err == nil {
 			return g, nil
 		}
@@ -448,4 +479,17 @@ func snippet(b []byte) string {
 		s = s[:200] + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// kwargNumber reads a YAML number of generation_kwargs.
+func kwargNumber(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
 }

@@ -114,6 +114,30 @@ func TestOpenAIAllowedTokenIDs(t *testing.T) {
 	assert.Equal(t, "[10 32 33]", gens[0].Text)
 }
 
+// model_info.<m>.generation_kwargs are the request's sampling parameters,
+// as upstream passes them to its client: temperature 0 and
+// max_completion_tokens 512 instead of the rollout's 0.5 / max_tokens 50;
+// other keys travel as they are.
+func TestOpenAIGenerationKwargs(t *testing.T) {
+	var raw string
+	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		raw = string(b)
+		reply(w, "ok", "stop")
+	}, func(c *OpenAIConfig) {
+		c.GenerationKwargs = map[string]any{"temperature": 0, "max_completion_tokens": 512, "seed": 7}
+	})
+	_, err := p.Generate(context.Background(), reqs(1))
+	require.NoError(t, err)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal([]byte(raw), &body))
+	assert.Equal(t, 0.0, body["temperature"])
+	assert.Equal(t, 512.0, body["max_completion_tokens"])
+	assert.Equal(t, 7.0, body["seed"])
+	assert.NotContains(t, body, "max_tokens")
+	assert.NotContains(t, body, "top_p")
+}
+
 func TestOpenAIGarbage(t *testing.T) {
 	p := testOpenAI(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("<html>not json"))

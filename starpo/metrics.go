@@ -98,8 +98,8 @@ func (t *Trainer) perfMetrics(b *rows, tm timer, met map[string]float64) {
 	}
 }
 
-// Validate runs validation_steps rollouts with the validation envs (fixed
-// seed.val) and returns val-env/<key> (mean over the validation steps of
+// Validate runs validation_steps rollouts with the validation envs (seed.val
+// every time, as upstream; new seeds with ragen_fresh_val_seeds) and returns val-env/<key> (mean over the validation steps of
 // every rollout metric) and veRL's val-core/val-aux reward metrics.
 func (t *Trainer) Validate(ctx context.Context) (map[string]float64, error) {
 	sums := map[string]float64{}
@@ -107,6 +107,9 @@ func (t *Trainer) Validate(ctx context.Context) (map[string]float64, error) {
 	var rewards []float64
 	for i := 0; i < t.cfg.Trainer.ValidationSteps; i++ {
 		seed := t.cfg.Seed.Val
+		if t.cfg.FreshValSeeds {
+			seed += int64(t.st.Step*t.cfg.Trainer.ValidationSteps+i) * int64(t.cfg.ESManager.Val.EnvGroups)
+		}
 		b, err := t.deps.Rollout(ctx, env.ModeVal, ragen.RolloutOptions{Seed: &seed, Shard: t.dp.shard()})
 		if err != nil {
 			return nil, fmt.Errorf("starpo: validation rollout: %w", err)

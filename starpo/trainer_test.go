@@ -702,3 +702,39 @@ type resumeLogger struct {
 }
 
 func (r *resumeLogger) Resumed(step int) error { r.resumed = step; return nil }
+
+// ragen_fresh_val_seeds (overview quirk 5): each validation rollout gets
+// seed.val + (step·validation_steps + i)·val env_groups; by default
+// (upstream) seed.val every time.
+func TestFreshValSeeds(t *testing.T) {
+	m := newModels(12)
+	defer m.Close()
+	for _, fresh := range []bool{false, true} {
+		cfg := smallConfig(t.TempDir())
+		cfg.Trainer.TotalTrainingSteps = 2
+		cfg.Trainer.TestFreq = 1
+		cfg.Trainer.ValBeforeTrain = true
+		cfg.Trainer.ValidationSteps = 2
+		cfg.ESManager.Val = ragen.EnvSetConfig{EnvGroups: 3, GroupSize: 1}
+		cfg.Seed.Val = 100
+		cfg.FreshValSeeds = fresh
+		proxy := banditProxy(t, 2, 4, 3)
+		var seeds []int64
+		rollout := func(ctx context.Context, mode env.Mode, opt ragen.RolloutOptions) (*ragen.Batch, error) {
+			if mode == env.ModeVal {
+				seeds = append(seeds, *opt.Seed)
+			}
+			return proxy.RolloutWith(ctx, mode, opt)
+		}
+		tr, err := NewTrainer(cfg, Deps{Actor: m.actor, Critic: m.critic, Rollout: rollout, Filter: filter.DefaultConfig()})
+		require.NoError(t, err)
+		_, err = tr.Fit(context.Background())
+		tr.Close()
+		require.NoError(t, err)
+		want := []int64{100, 100, 100, 100, 100, 100} // steps 0, 1, 2; 2 rollouts each
+		if fresh {
+			want = []int64{100, 103, 106, 109, 112, 115}
+		}
+		assert.Equal(t, want, seeds, "fresh %v", fresh)
+	}
+}

@@ -51,6 +51,12 @@ type Config struct {
 	// averaged, so with ppo_micro_batch_size_per_gpu 1 token-mean behaves
 	// like seq-mean-token-mean. Applies to the actor and the critic.
 	GlobalTokenMean bool `yaml:"ragen_global_token_mean"`
+	// FreshValSeeds (default false = upstream, overview quirk 5): every
+	// validation rollout draws new seeds, seed.val + (step ·
+	// validation_steps + i) · es_manager.val.env_groups, instead of
+	// seed.val each time. Derived from the step, so a resumed run
+	// validates on the same seeds.
+	FreshValSeeds bool `yaml:"ragen_fresh_val_seeds"`
 }
 
 // SeedConfig is seed.*.
