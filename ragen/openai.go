@@ -481,15 +481,11 @@ func snippet(b []byte) string {
 	return strconv.Quote(s)
 }
 
-// kwargNumber reads a YAML number of generation_kwargs.
+// kwargNumber reads a YAML number of generation_kwargs (a bool is not
+// one: it travels as it is).
 func kwargNumber(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		return x, true
+	if _, isBool := v.(bool); isBool {
+		return 0, false
 	}
-	return 0, false
+	return toFloat(v)
 }
