@@ -2,6 +2,8 @@ package pystr
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,4 +37,26 @@ func TestParseFloat(t *testing.T) {
 		got, ok := ParseFloat(s)
 		assert.True(t, ok && math.IsNaN(got), "%q", s)
 	}
+}
+
+// FuzzParseFloat: no input panics, surrounding (Unicode) spaces change
+// nothing, and an accepted ASCII decimal without '_' reads as strconv
+// reads it.
+func FuzzParseFloat(f *testing.F) {
+	for _, s := range []string{"1990", " -2.5e1\n", "1_000.5", "١٩٩٠", "nan", "-Infinity", "0x1p3", "\u3000𝟐e𝟏"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := ParseFloat(s)
+		w, ok2 := ParseFloat("\u3000 " + s + "\t\u2029")
+		if ok != ok2 || ok && !(v == w || math.IsNaN(v) && math.IsNaN(w)) {
+			t.Fatalf("%q: %v %v; padded %v %v", s, v, ok, w, ok2)
+		}
+		if !ok || strings.ContainsAny(s, "_nNiI") || strings.IndexFunc(s, func(r rune) bool { return r > 127 }) >= 0 {
+			return
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && f != v {
+			t.Fatalf("%q: %v, strconv %v", s, v, f)
+		}
+	})
 }
