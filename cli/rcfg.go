@@ -157,6 +157,7 @@ func rolloutConfig(t *config.Tree) (ragen.Config, error) {
 	r.bool("upstream_compat.truncation", &c.Compat.Truncation)
 	r.bool("upstream_compat.jsonl_success", &c.Compat.JSONLSuccess)
 	r.bool("ragen_filter_raw_scores", &c.FilterRawScores)
+	r.bool("ragen_prompt_from_env_config", &c.PromptFromEnvConfig)
 	if t.Has("custom_envs") {
 		envs := map[string]ragen.EnvSpec{}
 		r.add(t.Decode("custom_envs", &envs))

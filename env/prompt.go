@@ -1,6 +1,9 @@
 package env
 
-import "sync"
+import (
+	"sort"
+	"sync"
+)
 
 // PromptDefaults are the facts of an env type's *default* config that
 // upstream's context manager reads when it builds a tag's system prompt
@@ -49,4 +52,52 @@ func PromptDefaultsFor(envType string) (PromptDefaults, bool) {
 		d.ActionNames = nil
 	}
 	return d, true
+}
+
+// PromptFacter is implemented by envs that can report the prompt facts of
+// their own config (env_config applied), for the option that lets a tag's
+// env_config reach its system prompt (ragen_prompt_from_env_config;
+// upstream uses the type's defaults, PromptDefaultsFor).
+type PromptFacter interface {
+	PromptFacts() PromptDefaults
+}
+
+// NamesInIDOrder returns a lookup's names in ascending id order.
+func NamesInIDOrder(lookup map[int]string) []string {
+	ids := make([]int, 0, len(lookup))
+	for id := range lookup {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = lookup[id]
+	}
+	return out
+}
+
+// VocabInLookupOrder orders a grid vocabulary by the grid lookup: the
+// symbols of lookup in ascending id order that vocab explains, then any
+// other symbols of vocab in sorted order (the default vocabularies list
+// their symbols in lookup order).
+func VocabInLookupOrder(lookup map[int]string, vocab map[string]string) [][2]string {
+	var out [][2]string
+	seen := map[string]bool{}
+	for _, sym := range NamesInIDOrder(lookup) {
+		if m, ok := vocab[sym]; ok && !seen[sym] {
+			out = append(out, [2]string{sym, m})
+			seen[sym] = true
+		}
+	}
+	var rest []string
+	for sym := range vocab {
+		if !seen[sym] {
+			rest = append(rest, sym)
+		}
+	}
+	sort.Strings(rest)
+	for _, sym := range rest {
+		out = append(out, [2]string{sym, vocab[sym]})
+	}
+	return out
 }

@@ -36,6 +36,12 @@ type Config struct {
 	// variance filtering still tells groups apart after mean_std
 	// normalisation. Upstream copies the normalised scores.
 	FilterRawScores bool `yaml:"ragen_filter_raw_scores"`
+	// PromptFromEnvConfig (ragen_prompt_from_env_config; default false =
+	// upstream, overview quirk 3): a tag's system prompt lists the grid
+	// vocabulary, observation format and action names of its env_config
+	// (an env implementing env.PromptFacter, built once for the purpose)
+	// instead of the env type's defaults.
+	PromptFromEnvConfig bool `yaml:"ragen_prompt_from_env_config"`
 }
 
 // ESManagerConfig is es_manager.*.

@@ -57,6 +57,11 @@ func NewContextManager(cfg Config, mode env.Mode, tok tokenizer.Tokenizer, p Env
 		if err != nil {
 			return nil, fmt.Errorf("ragen: context manager: tag %s: %w", tag, err)
 		}
+		if cfg.PromptFromEnvConfig {
+			if info, err = envConfigPromptInfo(p, tag, spec, info); err != nil {
+				return nil, fmt.Errorf("ragen: context manager: tag %s: %w", tag, err)
+			}
+		}
 		c.system[tag] = SystemPrompt(spec, info, cfg.AgentProxy.ActionSep)
 		mt := spec.MaxTokens
 		if mt == 0 {
@@ -65,6 +70,40 @@ func NewContextManager(cfg Config, mode env.Mode, tok tokenizer.Tokenizer, p Env
 		c.maxTokens[tag] = mt
 	}
 	return c, nil
+}
+
+// SystemMessage returns a tag's system message ("" for a tag of another
+// mode's env set).
+func (c *ContextManager) SystemMessage(tag string) string { return c.system[tag] }
+
+// envConfigPromptInfo is the prompt facts of the tag's env_config
+// (ragen_prompt_from_env_config): an env of the tag is built and, if it
+// reports its facts (env.PromptFacter), they replace info. Env types with
+// no vocabulary or action names by default (bandit, the service envs) are
+// not built.
+func envConfigPromptInfo(p EnvProvider, tag string, spec EnvSpec, info PromptInfo) (PromptInfo, error) {
+	if len(info.GridVocab) == 0 && len(info.ActionNames) == 0 {
+		return info, nil
+	}
+	e, err := p.NewEnv(tag, spec)
+	if err != nil {
+		return info, fmt.Errorf("ragen_prompt_from_env_config: building an env for its prompt: %w", err)
+	}
+	defer e.Close()
+	f, ok := e.(env.PromptFacter)
+	if !ok {
+		return info, nil
+	}
+	return promptInfoOf(f.PromptFacts()), nil
+}
+
+// promptInfoOf converts an env type's prompt facts.
+func promptInfoOf(d env.PromptDefaults) PromptInfo {
+	info := PromptInfo{ObservationFormat: d.ObservationFormat, ActionNames: d.ActionNames}
+	for _, v := range d.GridVocab {
+		info.GridVocab = append(info.GridVocab, VocabEntry{Symbol: v[0], Meaning: v[1]})
+	}
+	return info
 }
 
 // SystemPrompt renders the system message of a tag (spec §3.1).

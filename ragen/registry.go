@@ -41,7 +41,8 @@ func RegistryProvider(prompt func(tag string, spec EnvSpec) (PromptInfo, error))
 // DefaultProvider builds envs through the env registry and takes each env
 // type's system-prompt facts from its registered defaults
 // (env.PromptDefaultsFor), as upstream does: env_config overrides do not
-// reach the system prompt (upstream quirk 3, kept). Import ragen/env/all (or
+// reach the system prompt (upstream quirk 3, kept; Config.PromptFromEnvConfig
+// lets them). Import ragen/env/all (or
 // the env packages you use) to register the environments.
 func DefaultProvider() EnvProvider {
 	return RegistryProvider(func(tag string, spec EnvSpec) (PromptInfo, error) {
@@ -57,10 +58,6 @@ func DefaultProvider() EnvProvider {
 		if !ok {
 			return PromptInfo{}, nil
 		}
-		info := PromptInfo{ObservationFormat: d.ObservationFormat, ActionNames: d.ActionNames}
-		for _, v := range d.GridVocab {
-			info.GridVocab = append(info.GridVocab, VocabEntry{Symbol: v[0], Meaning: v[1]})
-		}
-		return info, nil
+		return promptInfoOf(d), nil
 	})
 }

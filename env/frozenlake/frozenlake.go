@@ -460,3 +460,11 @@ func (e *Env) Map() []string {
 
 // Player returns the player's (row, col).
 func (e *Env) Player() (int, int) { return e.pos / e.cols, e.pos % e.cols }
+
+// PromptFacts reports the prompt facts of the env's own config
+// (observation_format, grid_vocab in grid_lookup order, action names in id
+// order), for ragen_prompt_from_env_config.
+func (e *Env) PromptFacts() env.PromptDefaults {
+	return env.PromptDefaults{ObservationFormat: e.cfg.ObservationFormat,
+		GridVocab: env.VocabInLookupOrder(e.cfg.GridLookup, e.cfg.GridVocab), ActionNames: env.NamesInIDOrder(e.cfg.ActionLookupMap)}
+}

@@ -429,3 +429,9 @@ func (e *Env) Render() string {
 
 // Close does nothing.
 func (e *Env) Close() error { return nil }
+
+// PromptFacts reports the action names of the env's own action_lookup in
+// id order, for ragen_prompt_from_env_config.
+func (e *Env) PromptFacts() env.PromptDefaults {
+	return env.PromptDefaults{ActionNames: env.NamesInIDOrder(e.cfg.ActionLookup)}
+}

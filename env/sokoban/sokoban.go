@@ -463,3 +463,11 @@ func (e *Env) Room() Room { return e.room.Clone() }
 
 // Config returns the env's config.
 func (e *Env) Config() Config { return e.cfg }
+
+// PromptFacts reports the prompt facts of the env's own config
+// (observation_format, grid_vocab in grid_lookup order, action names in id
+// order), for ragen_prompt_from_env_config.
+func (e *Env) PromptFacts() env.PromptDefaults {
+	return env.PromptDefaults{ObservationFormat: e.cfg.ObservationFormat,
+		GridVocab: env.VocabInLookupOrder(e.cfg.GridLookup, e.cfg.GridVocab), ActionNames: env.NamesInIDOrder(e.cfg.ActionLookupMap)}
+}
