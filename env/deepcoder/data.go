@@ -358,6 +358,17 @@ func LoadFile(path string) ([]Problem, error) {
 	return ps, nil
 }
 
+// loadRows is LoadFile refusing a file without rows: upstream's reset
+// would then fail (randint(0, -1)); the fallback prompt is for
+// dataset_path null only.
+func loadRows(path string) ([]Problem, error) {
+	ps, err := LoadFile(path)
+	if err == nil && len(ps) == 0 {
+		err = fmt.Errorf("deepcoder: dataset %s has no rows", path)
+	}
+	return ps, err
+}
+
 // Resolve finds the dataset of cfg: dataset_path as a file, or a directory
 // (itself or under cache_dir) holding {split}.jsonl or {split}.parquet
 // (an empty or null split: the first of train, validation, test there).
@@ -374,7 +385,7 @@ func Resolve(cfg Config) ([]Problem, error) {
 		cacheDir = *cfg.CacheDir
 	}
 	if st, err := os.Stat(p); err == nil && !st.IsDir() {
-		return LoadFile(p)
+		return loadRows(p)
 	}
 	dirs := []string{p}
 	if cacheDir != "" && !filepath.IsAbs(p) {
@@ -393,7 +404,7 @@ func Resolve(cfg Config) ([]Problem, error) {
 				f := filepath.Join(d, name)
 				tried = append(tried, f)
 				if st, err := os.Stat(f); err == nil && !st.IsDir() {
-					return LoadFile(f)
+					return loadRows(f)
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,6 +122,19 @@ func TestRowReadingSpec(t *testing.T) {
 	cfg.DatasetPath = strp("no/such/deepcoder")
 	if _, err := Resolve(cfg); err == nil || !strings.Contains(err.Error(), "no/such/deepcoder/test.jsonl") {
 		t.Errorf("err = %v", err)
+	}
+	// a dataset file without rows is an error (upstream's reset fails on
+	// it); the fallback prompt is for dataset_path null only
+	empty := filepath.Join(t.TempDir(), "test.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	cfg.DatasetPath = &empty
+	if _, err := Resolve(cfg); err == nil || !strings.Contains(err.Error(), "has no rows") {
+		t.Errorf("empty file: %v", err)
+	}
+	dir := filepath.Dir(empty)
+	cfg.DatasetPath = &dir
+	if _, err := Resolve(cfg); err == nil || !strings.Contains(err.Error(), "has no rows") {
+		t.Errorf("empty split file: %v", err)
 	}
 }
 
