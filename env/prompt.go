@@ -1,7 +1,8 @@
 package env
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -64,11 +65,7 @@ type PromptFacter interface {
 
 // NamesInIDOrder returns a lookup's names in ascending id order.
 func NamesInIDOrder(lookup map[int]string) []string {
-	ids := make([]int, 0, len(lookup))
-	for id := range lookup {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
+	ids := slices.Sorted(maps.Keys(lookup))
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = lookup[id]
@@ -89,15 +86,10 @@ func VocabInLookupOrder(lookup map[int]string, vocab map[string]string) [][2]str
 			seen[sym] = true
 		}
 	}
-	var rest []string
-	for sym := range vocab {
+	for _, sym := range slices.Sorted(maps.Keys(vocab)) {
 		if !seen[sym] {
-			rest = append(rest, sym)
+			out = append(out, [2]string{sym, vocab[sym]})
 		}
-	}
-	sort.Strings(rest)
-	for _, sym := range rest {
-		out = append(out, [2]string{sym, vocab[sym]})
 	}
 	return out
 }

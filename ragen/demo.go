@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 
@@ -186,15 +185,5 @@ func actionNames(e env.BaseEnv) []string {
 	if !ok {
 		return nil
 	}
-	m := al.ActionLookup()
-	ids := make([]int, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	names := make([]string, len(ids))
-	for i, id := range ids {
-		names[i] = m[id]
-	}
-	return names
+	return env.NamesInIDOrder(al.ActionLookup())
 }
