@@ -166,7 +166,7 @@ func (c *ContextManager) BuildBatch(outs []*EnvOutput) (*Batch, error) {
 			scores[i] += float32(o.Penalty)
 		}
 	}
-	raw := append([]float32(nil), scores...)
+	raw := scores // normalizeScores returns a new slice
 	if !(c.cfg.AgentProxy.UseTurnScores && mode == ModeFull) {
 		scores, err = normalizeScores(scores, outs, c.cfg.AgentProxy.RewardNormalization)
 		if err != nil {

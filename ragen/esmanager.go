@@ -671,13 +671,10 @@ func truthy(v any) bool {
 	if v == nil {
 		return false
 	}
-	if f, ok := toFloat(v); ok {
-		return f != 0
-	}
 	if s, ok := v.(string); ok {
 		return s != ""
 	}
-	if f, ok := pyFloat(v); ok {
+	if f, ok := pyFloat(v); ok { // numbers, bools, size-1 numeric slices
 		return f != 0
 	}
 	switch rv := reflect.ValueOf(v); rv.Kind() {
