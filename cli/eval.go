@@ -239,10 +239,7 @@ func evalOutputPathAt(t *config.Tree, out string, now time.Time) (string, error)
 			}
 			stamp = b
 		}
-		if stamp {
-			name += "_" + now.Format("20060102_150405")
-		}
-		out = filepath.Join(dir, name+".jsonl")
+		out = filepath.Join(dir, ragen.EvalOutputName(name, stamp, now, "jsonl"))
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return "", err

@@ -233,7 +233,17 @@ func WriteTrajectoryText(w io.Writer, rec TrajectoryRecord) error {
 // DefaultEvalOutputPath is upstream's default export path:
 // results/eval/val_rollouts_{YYYYmmdd_HHMMSS}.{format} (format jsonl or pkl).
 func DefaultEvalOutputPath(now time.Time, format string) string {
-	return "results/eval/val_rollouts_" + now.Format("20060102_150405") + "." + format
+	return "results/eval/" + EvalOutputName("val_rollouts", true, now, format)
+}
+
+// EvalOutputName is upstream's export file name: the stem of
+// output.filename, "_{YYYYmmdd_HHMMSS}" when output.append_timestamp, and
+// the format's extension.
+func EvalOutputName(stem string, timestamp bool, now time.Time, format string) string {
+	if timestamp {
+		stem += "_" + now.Format("20060102_150405")
+	}
+	return stem + "." + format
 }
 
 // ParseTrajectoryRecord reads one line written by WriteJSONL (upstream's
