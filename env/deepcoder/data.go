@@ -3,6 +3,7 @@ package deepcoder
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -269,75 +270,46 @@ func ReadJSONL(r io.Reader) ([]Problem, error) {
 }
 
 // ReadParquet reads a parquet file as upstream reads a row of a Hugging
-// Face dataset: every column in file order (strings, numbers, lists of
-// them), through the same row reading as JSONL. Columns the reader cannot
-// decode (structs) are left out of the row; such a question, prompt,
-// problem, ground_truth, tests, starter_code, metadata or solution column
-// is an error naming it.
+// Face dataset: every column in file order (strings, numbers, booleans,
+// structs as dicts in field order, lists of any of them), through the same
+// row reading as JSONL. A column of a physical type the reader cannot
+// decode (INT96) is left out of the row; such a question, prompt, problem,
+// ground_truth, tests, starter_code, metadata or solution column is an
+// error naming it.
 func ReadParquet(r io.Reader) ([]Problem, error) {
 	f, err := parquet.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("deepcoder: %w", err)
 	}
 	type column struct {
-		name  string
-		list  bool
-		cells []parquet.Cell
+		name string
+		vals []any
 	}
 	known := []string{"question", "prompt", "problem", "ground_truth", "tests", "starter_code", "metadata", "solution"}
 	var cols []column
 	n := int(f.NumRows())
 	for _, name := range f.Columns() {
-		list, err := f.IsList(name)
-		if err != nil {
-			if slices.Contains(known, name) {
-				return nil, fmt.Errorf("deepcoder: %w", err)
-			}
+		vals, err := f.ReadValues(name, 0)
+		if errors.Is(err, parquet.ErrUnsupported) && !slices.Contains(known, name) {
 			continue
 		}
-		c, err := f.ReadColumn(name, 0)
 		if err != nil {
 			return nil, fmt.Errorf("deepcoder: %w", err)
 		}
-		if len(c) != n {
-			return nil, fmt.Errorf("deepcoder: parquet column %s has %d rows, the file %d", name, len(c), n)
+		if len(vals) != n {
+			return nil, fmt.Errorf("deepcoder: parquet column %s has %d rows, the file %d", name, len(vals), n)
 		}
-		cols = append(cols, column{name, list, c})
+		cols = append(cols, column{name, vals})
 	}
 	out := make([]Problem, 0, max(n, 0))
 	for i := 0; i < n; i++ {
 		o := &pyjson.Object{Vals: map[string]any{}}
 		for _, c := range cols {
-			o.Keys, o.Vals[c.name] = append(o.Keys, c.name), cellValue(c.cells[i], c.list)
+			o.Keys, o.Vals[c.name] = append(o.Keys, c.name), pyjson.FromParquet(c.vals[i])
 		}
 		out = append(out, problemOf(row{get: o.Get, repr: func() string { return pyjson.Repr(o) }}))
 	}
 	return out, nil
-}
-
-// cellValue is a parquet cell as a decoded JSON value: a string, an int
-// (booleans read as 0 and 1), a float, a list of them, or nil.
-func cellValue(c parquet.Cell, list bool) any {
-	if c.Null {
-		return nil
-	}
-	vals := []any{}
-	for _, s := range c.Strs {
-		vals = append(vals, s)
-	}
-	for _, x := range c.Ints {
-		vals = append(vals, pyjson.Int(strconv.FormatInt(x, 10)))
-	}
-	for _, x := range c.Floats {
-		vals = append(vals, x)
-	}
-	if list {
-		return vals
-	}
-	if len(vals) == 1 {
-		return vals[0]
-	}
-	return nil
 }
 
 // LoadFile reads a .parquet or .jsonl file (others are sniffed).

@@ -336,3 +336,75 @@ func TestFalsyPromptAndLaxConfig(t *testing.T) {
 		t.Errorf("max_steps 0: %+v", r)
 	}
 }
+
+// The raw DeepCoder-Preview layout: problem and tests as text and metadata
+// as a struct column. The struct reads as a dict (its func_name makes the
+// tests function calls); a bool reads as Python's True, a struct of lists
+// in field order.
+func TestParquetStructColumns(t *testing.T) {
+	type meta struct {
+		FuncName *string `parquet:"func_name,optional"`
+		Level    int32   `parquet:"level"`
+	}
+	type extra struct {
+		Tags  []string `parquet:"tags,list"`
+		Fresh bool     `parquet:"fresh"`
+	}
+	type prow struct {
+		Problem  string `parquet:"problem"`
+		Tests    string `parquet:"tests"`
+		Metadata *meta  `parquet:"metadata,optional"`
+		Verified bool   `parquet:"verified"`
+		Extra    extra  `parquet:"extra"`
+	}
+	fn := "add"
+	tests := `[{"input": "[1, 2]", "output": "3", "testtype": "functional"}]`
+	var buf bytes.Buffer
+	w := pq.NewGenericWriter[prow](&buf)
+	if _, err := w.Write([]prow{
+		{Problem: "Add.", Tests: tests, Metadata: &meta{FuncName: &fn, Level: 2}, Verified: true, Extra: extra{Tags: []string{"x", "y"}}},
+		{Problem: "Read stdin.", Tests: tests, Metadata: &meta{Level: 1}},
+		{Problem: "No metadata.", Tests: tests},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ReadParquet(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 3 {
+		t.Fatalf("%d problems", len(ps))
+	}
+	if ps[0].FuncName != "add" || ps[0].Question != "Add." || len(ps[0].Tests) != 1 {
+		t.Errorf("row 0: %+v", ps[0])
+	}
+	if ps[1].FuncName != "" || ps[2].FuncName != "" {
+		t.Errorf("rows 1, 2 have no func_name: %q %q", ps[1].FuncName, ps[2].FuncName)
+	}
+
+	// the whole row as Python's str() when there is no prompt column
+	type rrow struct {
+		Source   string `parquet:"source"`
+		Metadata *meta  `parquet:"metadata,optional"`
+		Verified bool   `parquet:"verified"`
+		Extra    extra  `parquet:"extra"`
+	}
+	buf.Reset()
+	rw := pq.NewGenericWriter[rrow](&buf)
+	if _, err := rw.Write([]rrow{{Source: "s", Metadata: &meta{FuncName: &fn, Level: 2}, Verified: true, Extra: extra{Tags: []string{"x"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err = ReadParquet(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := "{'source': 's', 'metadata': {'func_name': 'add', 'level': 2}, 'verified': True, 'extra': {'tags': ['x'], 'fresh': False}}"
+	if len(ps) != 1 || ps[0].Question != want {
+		t.Errorf("got %q\nwant %q", ps[0].Question, want)
+	}
+}

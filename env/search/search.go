@@ -136,6 +136,12 @@ func truths(raw json.RawMessage) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ground_truth: %w", err)
 	}
+	return truthsOf(v)
+}
+
+// truthsOf is a decoded ground_truth value as the ground truths scored: a
+// string alone, or a list's items as Python's str() writes them.
+func truthsOf(v any) ([]string, error) {
 	switch x := v.(type) {
 	case string:
 		return []string{x}, nil
@@ -181,8 +187,9 @@ func ReadQuestions(r io.Reader, limit int) ([]Question, error) {
 	return out, nil
 }
 
-// ReadParquetQuestions reads a parquet file with a question column and a
-// ground_truth column of strings or lists of strings.
+// ReadParquetQuestions reads a parquet file with a question column of
+// strings and a ground_truth column of strings or lists (of any values,
+// scored as Python's str() writes them), as the JSONL reader reads them.
 func ReadParquetQuestions(r io.Reader, limit int) ([]Question, error) {
 	f, err := parquet.ReadAll(r)
 	if err != nil {
@@ -197,7 +204,7 @@ func ReadParquetQuestions(r io.Reader, limit int) ([]Question, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	gts, err := f.ReadColumn("ground_truth", limit)
+	gts, err := f.ReadValues("ground_truth", limit)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
@@ -212,7 +219,11 @@ func ReadParquetQuestions(r io.Reader, limit int) ([]Question, error) {
 		if qs[i].Null || len(qs[i].Strs) != 1 {
 			return nil, fmt.Errorf("search: parquet row %d: question is not a string", i)
 		}
-		out = append(out, Question{Question: qs[i].Strs[0], GroundTruth: slices.Clone(gts[i].Strs)})
+		gt, err := truthsOf(pyjson.FromParquet(gts[i]))
+		if err != nil {
+			return nil, fmt.Errorf("search: parquet row %d: %w", i, err)
+		}
+		out = append(out, Question{Question: qs[i].Strs[0], GroundTruth: gt})
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	pq "github.com/parquet-go/parquet-go"
 
 	"ragen/env"
 	"ragen/env/envtest"
@@ -302,5 +305,33 @@ func TestParquetQuestions(t *testing.T) {
 	e.Reset(context.Background(), 2, env.ModeTrain)
 	if r := step(t, e, "finish[Yes]"); r.Reward != 1 {
 		t.Errorf("%+v", r)
+	}
+}
+
+// A ground_truth list of non-strings scores each item as Python's str()
+// writes it, as in JSONL; a null ground_truth is an error naming the row.
+func TestParquetGroundTruthValues(t *testing.T) {
+	type row struct {
+		Question    string  `parquet:"question"`
+		GroundTruth []int64 `parquet:"ground_truth,list,optional"`
+	}
+	write := func(rows []row) *bytes.Buffer {
+		var buf bytes.Buffer
+		w := pq.NewGenericWriter[row](&buf)
+		if _, err := w.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return &buf
+	}
+	qs, err := ReadParquetQuestions(write([]row{{Question: "Year?", GroundTruth: []int64{1990, 1991}}}), 0)
+	if err != nil || len(qs) != 1 || strings.Join(qs[0].GroundTruth, "|") != "1990|1991" {
+		t.Fatalf("%+v %v", qs, err)
+	}
+	_, err = ReadParquetQuestions(write([]row{{Question: "a", GroundTruth: []int64{1}}, {Question: "b"}}), 0)
+	if err == nil || !strings.Contains(err.Error(), "row 1") || !strings.Contains(err.Error(), "not None") {
+		t.Errorf("null ground_truth: %v", err)
 	}
 }

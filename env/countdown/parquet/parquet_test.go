@@ -104,7 +104,7 @@ func TestZstdArrowFile(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	for _, name := range []string{"snappy_dict.parquet", "plain_uncompressed.parquet", "snappy_v2.parquet", "null_nums.parquet"} {
+	for _, name := range []string{"snappy_dict.parquet", "plain_uncompressed.parquet", "snappy_v2.parquet", "null_nums.parquet", "nested.parquet"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -118,6 +118,7 @@ func FuzzRead(f *testing.F) {
 		}
 		for _, c := range pf.Columns() {
 			_, _ = pf.ReadColumn(c, 0)
+			_, _ = pf.ReadValues(c, 0)
 		}
 	})
 }
