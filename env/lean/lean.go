@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -183,11 +182,11 @@ func readParquet(r io.Reader) ([]Theorem, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cols := map[string][]parquet.Cell{}
+	cols := map[string][]any{}
 	n := 0
 	for _, c := range []string{"formal_statement", "natural_language_statement", "name", "id"} {
 		if slices.Contains(f.Columns(), c) {
-			if cols[c], err = f.ReadColumn(c, 0); err != nil {
+			if cols[c], err = f.ReadValues(c, 0); err != nil {
 				return nil, nil, err
 			}
 			n = max(n, len(cols[c]))
@@ -197,16 +196,10 @@ func readParquet(r io.Reader) ([]Theorem, []string, error) {
 	for i := 0; i < n; i++ {
 		get := func(c string) (any, bool) {
 			col, ok := cols[c]
-			if !ok || i >= len(col) || col[i].Null {
+			if !ok || i >= len(col) {
 				return nil, ok
 			}
-			if len(col[i].Strs) == 1 {
-				return col[i].Strs[0], true
-			}
-			if len(col[i].Ints) == 1 {
-				return pyjson.Int(strconv.FormatInt(col[i].Ints[0], 10)), true
-			}
-			return nil, true
+			return pyjson.FromParquet(col[i]), true
 		}
 		if t, ok := theoremOf(i, get); ok {
 			out = append(out, t)

@@ -1,6 +1,7 @@
 package lean
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	pq "github.com/parquet-go/parquet-go"
 
 	"ragen/env"
 	"ragen/env/envtest"
@@ -275,5 +278,42 @@ func TestParquet(t *testing.T) {
 	if len(ts) != 2 || ts[0].Informal != "" || ts[0].Name != "hf_0" || ts[0].Body != "theorem two_add_two : (2 : ℕ) + 2 = 4 := by sorry" ||
 		ts[1].Imports != "import Mathlib" {
 		t.Fatalf("%+v", ts)
+	}
+}
+
+// Parquet rows are read as the JSONL rows are: a float id is named by
+// Python's str() of it, a false or empty one falls back to hf_{i}, a
+// struct column of the row does not stop the load.
+func TestParquetValuesAsJSONL(t *testing.T) {
+	type meta struct {
+		Source string `parquet:"source"`
+	}
+	type prow struct {
+		FormalStatement string  `parquet:"formal_statement"`
+		ID              float64 `parquet:"id"`
+		Meta            meta    `parquet:"meta"`
+	}
+	var buf bytes.Buffer
+	w := pq.NewGenericWriter[prow](&buf)
+	if _, err := w.Write([]prow{{FormalStatement: "theorem a : True := by sorry", ID: 3}, {FormalStatement: "theorem b : True := by sorry"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ts, cols, err := readParquet(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _, err := ReadJSONL(strings.NewReader(`{"formal_statement": "theorem a : True := by sorry", "id": 3.0, "meta": {"source": ""}}
+{"formal_statement": "theorem b : True := by sorry", "id": 0.0, "meta": {"source": ""}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Name != "3.0" || ts[1].Name != "hf_1" || !reflect.DeepEqual(ts, js) {
+		t.Errorf("parquet %+v\njsonl %+v", ts, js)
+	}
+	if !reflect.DeepEqual(cols, []string{"formal_statement", "id", "meta"}) {
+		t.Errorf("columns %v", cols)
 	}
 }
