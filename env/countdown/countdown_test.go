@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	pq "github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -293,4 +294,30 @@ func TestLoadParquetTasks(t *testing.T) {
 	got, err = LoadTasks(filepath.Join("parquet", "testdata", "null_nums.parquet"), 2)
 	require.NoError(t, err)
 	assert.Equal(t, []Task{{5, []int{2, 3}}, {7, []int{}}}, got)
+}
+
+// A nums column of strings or floats is an error naming the row, not a
+// task with no numbers.
+func TestParquetNumsNotIntegers(t *testing.T) {
+	type strRow struct {
+		Target int64    `parquet:"target"`
+		Nums   []string `parquet:"nums,list"`
+	}
+	type floatRow struct {
+		Target int64     `parquet:"target"`
+		Nums   []float64 `parquet:"nums,list"`
+	}
+	var a, b bytes.Buffer
+	wa := pq.NewGenericWriter[strRow](&a)
+	_, err := wa.Write([]strRow{{Target: 5, Nums: []string{"2", "3"}}})
+	require.NoError(t, err)
+	require.NoError(t, wa.Close())
+	wb := pq.NewGenericWriter[floatRow](&b)
+	_, err = wb.Write([]floatRow{{Target: 5, Nums: []float64{2, 3}}})
+	require.NoError(t, err)
+	require.NoError(t, wb.Close())
+	for _, buf := range []*bytes.Buffer{&a, &b} {
+		_, err := ReadParquetTasks(buf, 0)
+		assert.ErrorContains(t, err, "row 0: nums is not a list of integers")
+	}
 }

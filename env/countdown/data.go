@@ -192,6 +192,8 @@ func ReadParquetTasks(r io.Reader, maxInstances int) ([]Task, error) {
 			return nil, fmt.Errorf("parquet: row %d: nums is null", i)
 		case ns.NullElem:
 			return nil, fmt.Errorf("parquet: row %d: nums has a null element", i)
+		case len(ns.Strs) > 0 || len(ns.Floats) > 0:
+			return nil, fmt.Errorf("parquet: row %d: nums is not a list of integers", i)
 		}
 		if tasks[i].Target, err = smallInt(t.Ints[0]); err != nil {
 			return nil, fmt.Errorf("parquet: row %d: target %w", i, err)
