@@ -116,7 +116,7 @@ func ReadParquet(r io.Reader) ([]Item, error) {
 		}
 		cell := c[i]
 		if cell.Null || len(cell.Strs) != 1 {
-			if required || len(cell.Ints) > 0 || len(cell.Strs) > 1 {
+			if required || len(cell.Ints) > 0 || len(cell.Floats) > 0 || len(cell.Strs) > 1 {
 				return "", fmt.Errorf("metamathqa: parquet row %d: %s is null or not a string", i, name)
 			}
 			return "", nil

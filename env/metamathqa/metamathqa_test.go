@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	pq "github.com/parquet-go/parquet-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -326,4 +327,29 @@ func FuzzReadParquet(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = ReadParquet(bytes.NewReader(b))
 	})
+}
+
+// An optional type column that holds numbers is an error, as a number in
+// a JSON row's "type" is; only a null type reads as "".
+func TestParquetTypeNotString(t *testing.T) {
+	type row struct {
+		Query    string   `parquet:"query"`
+		Response string   `parquet:"response"`
+		Type     *float64 `parquet:"type,optional"`
+	}
+	x := 1.5
+	for _, rows := range [][]row{{{Query: "q", Response: "r", Type: &x}}, {{Query: "q", Response: "r"}}} {
+		var buf bytes.Buffer
+		w := pq.NewGenericWriter[row](&buf)
+		_, err := w.Write(rows)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		items, err := ReadParquet(&buf)
+		if rows[0].Type != nil {
+			assert.ErrorContains(t, err, "parquet row 0: type is null or not a string")
+		} else {
+			require.NoError(t, err)
+			assert.Equal(t, "", items[0].Type)
+		}
+	}
 }
