@@ -300,15 +300,7 @@ func TestParquetRowRepr(t *testing.T) {
 		Tags        []string `parquet:"tags,list"`
 		Metadata    *string  `parquet:"metadata,optional"`
 	}
-	var buf bytes.Buffer
-	w := pq.NewGenericWriter[prow](&buf)
-	if _, err := w.Write([]prow{{Source: "x", GroundTruth: "[]", Difficulty: 3, Score: 0.5, Tags: []string{"a"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := ReadParquet(&buf)
+	ps, err := ReadParquet(parquetOf(t, []prow{{Source: "x", GroundTruth: "[]", Difficulty: 3, Score: 0.5, Tags: []string{"a"}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,19 +351,11 @@ func TestParquetStructColumns(t *testing.T) {
 	}
 	fn := "add"
 	tests := `[{"input": "[1, 2]", "output": "3", "testtype": "functional"}]`
-	var buf bytes.Buffer
-	w := pq.NewGenericWriter[prow](&buf)
-	if _, err := w.Write([]prow{
+	ps, err := ReadParquet(parquetOf(t, []prow{
 		{Problem: "Add.", Tests: tests, Metadata: &meta{FuncName: &fn, Level: 2}, Verified: true, Extra: extra{Tags: []string{"x", "y"}}},
 		{Problem: "Read stdin.", Tests: tests, Metadata: &meta{Level: 1}},
 		{Problem: "No metadata.", Tests: tests},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := ReadParquet(&buf)
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,19 +376,25 @@ func TestParquetStructColumns(t *testing.T) {
 		Verified bool   `parquet:"verified"`
 		Extra    extra  `parquet:"extra"`
 	}
-	buf.Reset()
-	rw := pq.NewGenericWriter[rrow](&buf)
-	if _, err := rw.Write([]rrow{{Source: "s", Metadata: &meta{FuncName: &fn, Level: 2}, Verified: true, Extra: extra{Tags: []string{"x"}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if ps, err = ReadParquet(&buf); err != nil {
+	if ps, err = ReadParquet(parquetOf(t, []rrow{{Source: "s", Metadata: &meta{FuncName: &fn, Level: 2}, Verified: true, Extra: extra{Tags: []string{"x"}}}})); err != nil {
 		t.Fatal(err)
 	}
 	want := "{'source': 's', 'metadata': {'func_name': 'add', 'level': 2}, 'verified': True, 'extra': {'tags': ['x'], 'fresh': False}}"
 	if len(ps) != 1 || ps[0].Question != want {
 		t.Errorf("got %q\nwant %q", ps[0].Question, want)
 	}
+}
+
+// parquetOf writes rows to a parquet file in memory with parquet-go.
+func parquetOf[T any](t *testing.T, rows []T) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	w := pq.NewGenericWriter[T](&buf)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
 }

@@ -3,7 +3,6 @@ package parquet
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -144,47 +143,23 @@ func (f *File) ReadValues(name string, maxRows int) (vals []any, err error) {
 // readTriples reads one column chunk of leaf l, split into rows.
 func (l leaf) readTriples(chunk pq.ColumnChunk) ([][]triple, error) {
 	var rows [][]triple
-	pages := chunk.Pages()
-	defer pages.Close()
-	buf := make([]pq.Value, 1024)
-	for {
-		page, err := pages.ReadPage()
-		if err == io.EOF {
-			return rows, nil
+	err := eachValue(chunk, func(v pq.Value) error {
+		t := triple{rep: v.RepetitionLevel(), def: v.DefinitionLevel()}
+		if t.rep > l.maxRep || t.def > l.maxDef {
+			return fmt.Errorf("levels %d/%d above the column's %d/%d", t.rep, t.def, l.maxRep, l.maxDef)
 		}
-		if err != nil {
-			return nil, err
+		if t.def == l.maxDef {
+			t.val = l.value(v)
 		}
-		vr := page.Values()
-		for {
-			n, err := vr.ReadValues(buf)
-			for _, v := range buf[:n] {
-				t := triple{rep: v.RepetitionLevel(), def: v.DefinitionLevel()}
-				if t.rep > l.maxRep || t.def > l.maxDef {
-					pq.Release(page)
-					return nil, fmt.Errorf("levels %d/%d above the column's %d/%d", t.rep, t.def, l.maxRep, l.maxDef)
-				}
-				if t.def == l.maxDef {
-					t.val = l.value(v)
-				}
-				if t.rep == 0 {
-					rows = append(rows, nil)
-				} else if len(rows) == 0 {
-					pq.Release(page)
-					return nil, errors.New("continued list before the first row")
-				}
-				rows[len(rows)-1] = append(rows[len(rows)-1], t)
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				pq.Release(page)
-				return nil, err
-			}
+		if t.rep == 0 {
+			rows = append(rows, nil)
+		} else if len(rows) == 0 {
+			return errors.New("continued list before the first row")
 		}
-		pq.Release(page)
-	}
+		rows[len(rows)-1] = append(rows[len(rows)-1], t)
+		return nil
+	})
+	return rows, err
 }
 
 func (l leaf) value(v pq.Value) any {

@@ -398,35 +398,50 @@ func (l leaf) readChunk(chunk pq.ColumnChunk, rows []Cell) (out []Cell, err erro
 			out, err = nil, fmt.Errorf("corrupt column chunk: %v", r)
 		}
 	}()
+	err = eachValue(chunk, func(v pq.Value) (err error) {
+		rows, err = l.add(rows, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// eachValue calls fn with each value of a column chunk, page by page.
+func eachValue(chunk pq.ColumnChunk, fn func(pq.Value) error) error {
 	pages := chunk.Pages()
 	defer pages.Close()
 	buf := make([]pq.Value, 1024)
 	for {
 		page, err := pages.ReadPage()
 		if err == io.EOF {
-			return rows, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		vr := page.Values()
-		for {
-			n, err := vr.ReadValues(buf)
-			for _, v := range buf[:n] {
-				if rows, err = l.add(rows, v); err != nil {
-					pq.Release(page)
-					return nil, err
+		err = func() error {
+			defer pq.Release(page)
+			vr := page.Values()
+			for {
+				n, err := vr.ReadValues(buf)
+				for _, v := range buf[:n] {
+					if err := fn(v); err != nil {
+						return err
+					}
+				}
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
 				}
 			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				pq.Release(page)
-				return nil, err
-			}
+		}()
+		if err != nil {
+			return err
 		}
-		pq.Release(page)
 	}
 }
 
