@@ -123,17 +123,28 @@ func FuzzRead(f *testing.F) {
 	})
 }
 
+// BenchmarkReadColumns reads the nums list column with ReadColumn and with
+// ReadValues.
 func BenchmarkReadColumns(b *testing.B) {
 	data, err := os.ReadFile(filepath.Join("testdata", "snappy_dict.parquet"))
 	require.NoError(b, err)
-	for b.Loop() {
-		f, err := Open(data)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := f.ReadColumn("nums", 0); err != nil {
-			b.Fatal(err)
-		}
+	for _, how := range []string{"ReadColumn", "ReadValues"} {
+		b.Run(how, func(b *testing.B) {
+			for b.Loop() {
+				f, err := Open(data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if how == "ReadColumn" {
+					_, err = f.ReadColumn("nums", 0)
+				} else {
+					_, err = f.ReadValues("nums", 0)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
