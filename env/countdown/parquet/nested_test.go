@@ -3,6 +3,7 @@ package parquet
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -129,4 +130,17 @@ func TestReadValuesRepeatedFields(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"pairs": []any{map[string]any{"a": 7.0, "b": "s"}, map[string]any{"a": 8.0, "b": ""}}}, plain(two[0]))
 	assert.Equal(t, map[string]any{"pairs": []any{}}, plain(two[1]))
+}
+
+func ExampleFile_ReadValues() {
+	data, _ := os.ReadFile("testdata/nested.parquet")
+	f, _ := Open(data)
+	metas, _ := f.ReadValues("meta", 0) // a struct column
+	g := metas[2].(*Group)
+	fmt.Println(g.Names, g.Values)
+	grids, _ := f.ReadValues("grid", 0) // a list of lists of int64
+	fmt.Println(grids[2], grids[3])
+	// Output:
+	// [func_name n ok] [<nil> -44 true]
+	// [[-343 95 <nil>] [214 362 -348]] [<nil> [136 -428]]
 }
