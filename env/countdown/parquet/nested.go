@@ -49,11 +49,9 @@ type node struct {
 func buildNode(c *pq.Column, leaves *[]leaf) (*node, error) {
 	n := &node{col: c, lo: len(*leaves)}
 	if c.Leaf() {
-		l := leaf{col: c, kind: c.Type().Kind(), maxDef: c.MaxDefinitionLevel(), maxRep: c.MaxRepetitionLevel()}
-		switch l.kind {
-		case pq.Boolean, pq.Int32, pq.Int64, pq.Float, pq.Double, pq.ByteArray, pq.FixedLenByteArray:
-		default:
-			return nil, fmt.Errorf("field %s has physical type %s (%w); only BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY can be read", c.Name(), l.kind, ErrUnsupported)
+		l, err := leafOf(c)
+		if err != nil {
+			return nil, fmt.Errorf("field %s %w", c.Name(), err)
 		}
 		n.leaf = l
 		*leaves = append(*leaves, l)
@@ -95,14 +93,9 @@ func (f *File) ReadValues(name string, maxRows int) (vals []any, err error) {
 			vals, err = nil, fmt.Errorf("parquet: column %s: corrupt file: %v", name, r)
 		}
 	}()
-	var top *pq.Column
-	for _, c := range f.f.Root().Columns() {
-		if c.Name() == name {
-			top = c
-		}
-	}
-	if top == nil {
-		return nil, fmt.Errorf("parquet: no column %q (columns: %v)", name, f.Columns())
+	top, err := f.top(name)
+	if err != nil {
+		return nil, err
 	}
 	var leaves []leaf
 	root, err := buildNode(top, &leaves)

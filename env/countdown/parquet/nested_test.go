@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	pq "github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -143,4 +144,24 @@ func ExampleFile_ReadValues() {
 	// Output:
 	// [func_name n ok] [<nil> -44 true]
 	// [[-343 95 <nil>] [214 362 -348]] [<nil> [136 -428]]
+}
+
+// An INT96 column is an error naming it from both readers, and
+// ReadValues' error is ErrUnsupported (DeepCoder skips such columns).
+func TestUnsupportedKind(t *testing.T) {
+	type row struct {
+		T deprecated.Int96 `parquet:"t"`
+	}
+	var buf bytes.Buffer
+	w := pq.NewGenericWriter[row](&buf)
+	_, err := w.Write([]row{{}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	f, err := Open(buf.Bytes())
+	require.NoError(t, err)
+	_, err = f.ReadColumn("t", 0)
+	assert.EqualError(t, err, `parquet: column "t" has physical type INT96; only BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY can be read`)
+	_, err = f.ReadValues("t", 0)
+	assert.ErrorIs(t, err, ErrUnsupported)
+	assert.ErrorContains(t, err, "column t: field t has physical type INT96")
 }

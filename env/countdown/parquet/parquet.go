@@ -98,14 +98,9 @@ func (f *File) column(name string) (l leaf, err error) {
 			l, err = leaf{}, fmt.Errorf("parquet: column %q: corrupt schema: %v", name, r)
 		}
 	}()
-	var top *pq.Column
-	for _, c := range f.f.Root().Columns() {
-		if c.Name() == name {
-			top = c
-		}
-	}
-	if top == nil {
-		return leaf{}, fmt.Errorf("parquet: no column %q (columns: %v)", name, f.Columns())
+	top, err := f.top(name)
+	if err != nil {
+		return leaf{}, err
 	}
 	// Walk down single-child groups, counting the definition levels above
 	// the repeated node.
@@ -131,16 +126,48 @@ func (f *File) column(name string) (l leaf, err error) {
 		}
 		c = kids[0]
 	}
-	l = leaf{col: c, kind: c.Type().Kind(), maxDef: c.MaxDefinitionLevel(), maxRep: c.MaxRepetitionLevel(), listDef: listDef}
-	if l.maxRep > 1 {
-		return leaf{}, fmt.Errorf("parquet: column %q is nested %d list levels deep; only one list level is supported", name, l.maxRep)
+	if rep := c.MaxRepetitionLevel(); rep > 1 {
+		return leaf{}, fmt.Errorf("parquet: column %q is nested %d list levels deep; only one list level is supported", name, rep)
 	}
+	if l, err = leafOf(c); err != nil {
+		return leaf{}, fmt.Errorf("parquet: column %q %w", name, err)
+	}
+	l.listDef = listDef
+	return l, nil
+}
+
+// top is top-level field name (the last of that name).
+func (f *File) top(name string) (*pq.Column, error) {
+	var top *pq.Column
+	for _, c := range f.f.Root().Columns() {
+		if c.Name() == name {
+			top = c
+		}
+	}
+	if top == nil {
+		return nil, fmt.Errorf("parquet: no column %q (columns: %v)", name, f.Columns())
+	}
+	return top, nil
+}
+
+// kindError is a leaf of a physical type the readers do not decode; it
+// is ErrUnsupported.
+type kindError struct{ kind pq.Kind }
+
+func (e kindError) Error() string {
+	return fmt.Sprintf("has physical type %s; only BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY can be read", e.kind)
+}
+
+func (kindError) Is(target error) bool { return target == ErrUnsupported }
+
+// leafOf is leaf column c, if its physical type is one the readers decode.
+func leafOf(c *pq.Column) (leaf, error) {
+	l := leaf{col: c, kind: c.Type().Kind(), maxDef: c.MaxDefinitionLevel(), maxRep: c.MaxRepetitionLevel()}
 	switch l.kind {
 	case pq.Boolean, pq.Int32, pq.Int64, pq.Float, pq.Double, pq.ByteArray, pq.FixedLenByteArray:
-	default:
-		return leaf{}, fmt.Errorf("parquet: column %q has physical type %s; only BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY can be read", name, l.kind)
+		return l, nil
 	}
-	return l, nil
+	return leaf{}, kindError{l.kind}
 }
 
 // IsList reports whether top-level field name is a list column.
