@@ -81,13 +81,11 @@ func expandText(text string) []rune {
 	return out
 }
 
-// The character classes of wordsep_re (re's Unicode classes): \w is
-// str.isalnum() or "_", a letter is \w but not \d, word_punct adds
-// !"'&.,? to \w.
-func isWordChar(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) }
-func isLetter(r rune) bool   { return isWordChar(r) && !unicode.IsDigit(r) }
+// The character classes of wordsep_re beside \w (pystr.IsWord): a letter
+// is \w but not \d, word_punct adds !"'&.,? to \w.
+func isLetter(r rune) bool { return pystr.IsWord(r) && !unicode.IsDigit(r) }
 func isWordPunct(r rune) bool {
-	return isWordChar(r) || strings.ContainsRune(`!"'&.,?`, r)
+	return pystr.IsWord(r) || strings.ContainsRune(`!"'&.,?`, r)
 }
 
 // wordChunks splits expanded text as textwrap's wordsep_re.split does:
@@ -118,7 +116,7 @@ func wordChunks(rs []rune) []string {
 	}
 	emDash := func(i int) bool { // -{2,}\w at i, after a word_punct character
 		k := dashes(i)
-		return i > 0 && isWordPunct(rs[i-1]) && k >= 2 && i+k < n && isWordChar(rs[i+k])
+		return i > 0 && isWordPunct(rs[i-1]) && k >= 2 && i+k < n && pystr.IsWord(rs[i+k])
 	}
 	var out []string
 	for p := 0; p < n; {

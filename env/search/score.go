@@ -3,15 +3,10 @@ package search
 import (
 	"regexp"
 	"strings"
-	"unicode"
 
 	"ragen/env/internal/pyjson"
 	"ragen/internal/pystr"
 )
-
-// isWord is what Python's re \w matches in str patterns: Unicode letters
-// and numbers, and the underscore.
-func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) || r == '_' }
 
 // pyFields is Python's str.split() with no separator.
 func pyFields(s string) []string { return strings.FieldsFunc(s, pystr.IsSpace) }
@@ -38,11 +33,11 @@ func Normalize(s string) string {
 	rs := []rune(s)
 	for i := 0; i < len(rs); {
 		j := i
-		for j < len(rs) && isWord(rs[j]) == isWord(rs[i]) {
+		for j < len(rs) && pystr.IsWord(rs[j]) == pystr.IsWord(rs[i]) {
 			j++
 		}
 		w := string(rs[i:j])
-		if isWord(rs[i]) && (w == "a" || w == "an" || w == "the") {
+		if pystr.IsWord(rs[i]) && (w == "a" || w == "an" || w == "the") {
 			b.WriteByte(' ')
 		} else {
 			b.WriteString(w)
@@ -172,10 +167,10 @@ var (
 
 // trimNonWord is re.sub(r'^\W+|\W+$', ”, s) (Unicode \W).
 func trimNonWord(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return !isWord(r) })
+	return strings.TrimFunc(s, func(r rune) bool { return !pystr.IsWord(r) })
 }
 
-func hasWord(s string) bool { return strings.IndexFunc(s, isWord) >= 0 }
+func hasWord(s string) bool { return strings.IndexFunc(s, pystr.IsWord) >= 0 }
 
 // ExtractAnswer is upstream's fallback answer extraction for text that is
 // neither search[] nor finish[] (service-envs.md §1, with Python's

@@ -20,3 +20,14 @@ func TestIsSpace(t *testing.T) {
 		t.Errorf("Strip: %q", got)
 	}
 }
+
+// TestIsWord: re.match(r"\w", c) in CPython 3.11 for letters of several
+// scripts, digits and other numbers, a combining mark and punctuation.
+func TestIsWord(t *testing.T) {
+	for r, want := range map[rune]bool{'a': true, 'Z': true, '_': true, '1': true, 'é': true, '²': true, 'Ⅻ': true,
+		'一': true, '٣': true, 'ʰ': true, '\u0301': false, '-': false, ' ': false, '.': false, '\u00a0': false} {
+		if IsWord(r) != want {
+			t.Errorf("IsWord(%U) = %v", r, !want)
+		}
+	}
+}
